@@ -1,0 +1,191 @@
+//! Pure: a cgroup path -> the Kubernetes pod and container it belongs to.
+//!
+//! Layouts (kubelet's two cgroup drivers, any runtime, with any prefix such as
+//! a kind/dind node container's own cgroup):
+//!
+//! - systemd: `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid
+//!   with _>.slice/cri-containerd-<id>.scope` (`crio-<id>.scope`,
+//!   `docker-<id>.scope`; QoS slice absent for Guaranteed pods)
+//! - cgroupfs: `kubepods/burstable/pod<uid>/<id>` (`crio-<id>` under CRI-O)
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Attribution {
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+    /// `containerd`, `cri-o` or `docker` when the path names it.
+    pub runtime: Option<&'static str>,
+    /// `guaranteed`, `burstable` or `besteffort` once a pod is named.
+    pub qos: Option<&'static str>,
+}
+
+impl Attribution {
+    /// The cgroup is a pod's own cgroup (not one of its containers').
+    pub fn is_pod_level(&self) -> bool {
+        self.pod_uid.is_some() && self.container_id.is_none()
+    }
+}
+
+fn qos_of(s: &str) -> Option<&'static str> {
+    match s {
+        "burstable" => Some("burstable"),
+        "besteffort" => Some("besteffort"),
+        _ => None,
+    }
+}
+
+fn is_container_id(s: &str) -> bool {
+    s.len() >= 12 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn is_pod_uid(s: &str) -> bool {
+    s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+/// `cri-containerd-<id>.scope` -> (containerd, id); `crio-<id>`; `docker-<id>`.
+fn container_segment(seg: &str) -> Option<(Option<&'static str>, String)> {
+    let base = seg.strip_suffix(".scope").unwrap_or(seg);
+    for (prefix, runtime) in [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker")] {
+        if let Some(id) = base.strip_prefix(prefix) {
+            if is_container_id(id) {
+                return Some((Some(runtime), id.to_owned()));
+            }
+        }
+    }
+    // cgroupfs driver with containerd or docker: the bare id, runtime unknown.
+    (seg == base && is_container_id(base)).then(|| (None, base.to_owned()))
+}
+
+/// Attributes a cgroup path (absolute or relative to any root).
+pub fn attribute(path: &str) -> Attribution {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let Some(start) = segs.iter().position(|s| *s == "kubepods.slice" || *s == "kubepods") else {
+        return Attribution::default();
+    };
+    let mut a = Attribution::default();
+    let mut rest = segs[start + 1..].iter().copied();
+    let mut qos = None;
+    for seg in rest.by_ref() {
+        // systemd: kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice
+        if let Some(slice) = seg.strip_suffix(".slice") {
+            let body = slice.strip_prefix("kubepods-").unwrap_or(slice);
+            if let Some((q, uid)) = body.split_once("pod").filter(|(_, u)| is_pod_uid(&u.replace('_', "-"))) {
+                let q = q.trim_end_matches('-');
+                qos = qos.or_else(|| qos_of(q));
+                a.pod_uid = Some(uid.replace('_', "-"));
+                break;
+            }
+            qos = qos.or_else(|| qos_of(body));
+            continue;
+        }
+        // cgroupfs: burstable/, pod<uid>/
+        if let Some(uid) = seg.strip_prefix("pod").filter(|u| is_pod_uid(u)) {
+            a.pod_uid = Some(uid.to_owned());
+            break;
+        }
+        if let Some(q) = qos_of(seg) {
+            qos = Some(q);
+            continue;
+        }
+        return Attribution::default();
+    }
+    if a.pod_uid.is_none() {
+        return Attribution::default();
+    }
+    a.qos = Some(qos.unwrap_or("guaranteed"));
+    if let Some(seg) = rest.next() {
+        if let Some((runtime, id)) = container_segment(seg) {
+            a.runtime = runtime;
+            a.container_id = Some(id);
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "f8371831-8021-4722-af27-93c925d25a14";
+    const CID: &str = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
+
+    #[test]
+    fn systemd_burstable_containerd_path_yields_pod_uid_and_container() {
+        let p = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope",
+            UID.replace('-', "_")
+        );
+        let a = attribute(&p);
+        assert_eq!(a.pod_uid.as_deref(), Some(UID));
+        assert_eq!(a.container_id.as_deref(), Some(CID));
+        assert_eq!(a.runtime, Some("containerd"));
+        assert_eq!(a.qos, Some("burstable"));
+        assert!(!a.is_pod_level());
+    }
+
+    #[test]
+    fn seed_docker_scope_is_attributed_to_docker() {
+        let p = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/docker-{CID}.scope",
+            UID.replace('-', "_")
+        );
+        assert_eq!(attribute(&p).runtime, Some("docker"));
+    }
+
+    #[test]
+    fn guaranteed_pod_has_no_qos_slice() {
+        let p = format!("/kubepods.slice/kubepods-pod{}.slice/crio-{CID}.scope", UID.replace('-', "_"));
+        let a = attribute(&p);
+        assert_eq!(a.qos, Some("guaranteed"));
+        assert_eq!(a.runtime, Some("cri-o"));
+        assert_eq!(a.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
+    fn besteffort_pod_level_cgroup_has_no_container() {
+        let p = format!("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice", UID.replace('-', "_"));
+        let a = attribute(&p);
+        assert_eq!(a.qos, Some("besteffort"));
+        assert!(a.is_pod_level());
+    }
+
+    #[test]
+    fn cgroupfs_driver_path_yields_pod_and_bare_container_id() {
+        let a = attribute(&format!("/kubepods/burstable/pod{UID}/{CID}"));
+        assert_eq!(a.pod_uid.as_deref(), Some(UID));
+        assert_eq!(a.container_id.as_deref(), Some(CID));
+        assert_eq!(a.runtime, None);
+        assert_eq!(a.qos, Some("burstable"));
+        assert_eq!(attribute(&format!("/kubepods/pod{UID}/crio-{CID}")).runtime, Some("cri-o"));
+        assert_eq!(attribute(&format!("/kubepods/pod{UID}")).qos, Some("guaranteed"));
+    }
+
+    #[test]
+    fn kind_node_prefix_is_ignored() {
+        let kind = format!(
+            "/system.slice/docker-{CID}.scope/kubelet.slice/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-{CID}.scope",
+            UID.replace('-', "_")
+        );
+        let a = attribute(&kind);
+        assert_eq!(a.pod_uid.as_deref(), Some(UID));
+        assert_eq!(a.runtime, Some("containerd"));
+        let dind = attribute(&format!("/docker/{CID}/kubepods/besteffort/pod{UID}/{CID}"));
+        assert_eq!(dind.qos, Some("besteffort"));
+    }
+
+    #[test]
+    fn non_pod_paths_are_not_attributed() {
+        for p in ["/", "/system.slice/containerd.service", "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice",
+                  "/kubepods/burstable/notapod", "/libpod_parent/libpod-abc", "/kubepods/pod1234"] {
+            assert_eq!(attribute(p), Attribution::default(), "{p}");
+        }
+    }
+
+    #[test]
+    fn conmon_and_non_hex_scopes_are_not_containers() {
+        let base = format!("/kubepods.slice/kubepods-pod{}.slice", UID.replace('-', "_"));
+        assert_eq!(attribute(&format!("{base}/crio-conmon-{CID}.scope")).container_id, None);
+        assert_eq!(attribute(&format!("{base}/docker-xyz.scope")).container_id, None);
+    }
+}

@@ -1,0 +1,54 @@
+//! `agent audit`: scan, judge, print, exit code.
+
+use std::io::Write;
+use std::path::Path;
+
+use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
+
+use crate::cli::{AuditArgs, Output};
+use crate::findings::Policy;
+use crate::report::Report;
+use crate::scan::{self, ScanOptions};
+
+/// Exit code for "could not audit" (node-problem-detector: unknown).
+pub const EXIT_UNKNOWN: u8 = 2;
+
+fn check_proc(proc: &Path) -> anyhow::Result<()> {
+    match statfs(proc) {
+        Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => Ok(()),
+        Ok(_) => anyhow::bail!("--proc {}: not a procfs mount", proc.display()),
+        Err(e) => anyhow::bail!("--proc {}: {e}", proc.display()),
+    }
+}
+
+/// Runs one audit; returns the report, or why it could not run.
+pub fn run(args: &AuditArgs) -> anyhow::Result<Report> {
+    check_proc(&args.proc)?;
+    let opts = ScanOptions { proc: args.proc.clone(), cgroup_root: args.cgroup_root.clone(), node_name: args.node_name.clone() };
+    let snap = scan::scan(&opts)?;
+    Ok(Report::new(&snap, &Policy { allow: args.allow.clone() }))
+}
+
+/// The `audit` subcommand: prints the report and returns the exit code.
+pub fn main(args: &AuditArgs) -> u8 {
+    let report = match run(args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent audit: error: {e:#}");
+            return EXIT_UNKNOWN;
+        }
+    };
+    let text = match args.output {
+        Output::Table => report.to_table(),
+        Output::Json => report.to_json() + "\n",
+    };
+    // A closed pipe (`| head`) is not an audit failure.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if report.exit_code() == EXIT_UNKNOWN {
+        eprintln!("agent audit: {}", report.summary());
+        if let Some(note) = &report.root_note {
+            eprintln!("agent audit: {note}");
+        }
+    }
+    report.exit_code()
+}

@@ -1,0 +1,9 @@
+//! Everything the agent asks the kernel about BPF objects.
+
+pub mod attach_type;
+pub mod btf;
+pub mod programs;
+pub mod query;
+pub mod sys;
+
+pub use attach_type::{AttachFlags, AttachType};

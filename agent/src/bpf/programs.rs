@@ -1,0 +1,121 @@
+//! Loaded programs and cgroup links, node-wide.
+//!
+//! Programs are enumerated with `BPF_PROG_GET_NEXT_ID` after the cgroup walk,
+//! so every program the walk saw attached is in the table unless it was
+//! unloaded meanwhile. Links come from `BPF_LINK_GET_NEXT_ID` (5.8).
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::AsFd;
+
+use serde::Serialize;
+
+use super::btf;
+use super::sys::{self, CgroupLinkInfo, SyscallError};
+
+/// A loaded program as the audit reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Program {
+    pub id: u32,
+    /// Full name: the BTF name of the entry function when the kernel's
+    /// 15-byte name is a truncation of it, else the kernel name.
+    pub name: String,
+    pub prog_type: &'static str,
+    /// The kernel's tag (hash of the instructions), as bpftool prints it.
+    pub tag: String,
+}
+
+/// bpftool's short names for the program types found on cgroups.
+pub fn prog_type_name(t: u32) -> &'static str {
+    use aya_obj::generated::bpf_prog_type::*;
+    const NAMES: &[(u32, &str)] = &[
+        (BPF_PROG_TYPE_SOCKET_FILTER as u32, "socket_filter"),
+        (BPF_PROG_TYPE_KPROBE as u32, "kprobe"),
+        (BPF_PROG_TYPE_SCHED_CLS as u32, "sched_cls"),
+        (BPF_PROG_TYPE_SCHED_ACT as u32, "sched_act"),
+        (BPF_PROG_TYPE_TRACEPOINT as u32, "tracepoint"),
+        (BPF_PROG_TYPE_XDP as u32, "xdp"),
+        (BPF_PROG_TYPE_PERF_EVENT as u32, "perf_event"),
+        (BPF_PROG_TYPE_CGROUP_SKB as u32, "cgroup_skb"),
+        (BPF_PROG_TYPE_CGROUP_SOCK as u32, "cgroup_sock"),
+        (BPF_PROG_TYPE_SOCK_OPS as u32, "sock_ops"),
+        (BPF_PROG_TYPE_CGROUP_DEVICE as u32, "cgroup_device"),
+        (BPF_PROG_TYPE_RAW_TRACEPOINT as u32, "raw_tracepoint"),
+        (BPF_PROG_TYPE_CGROUP_SOCK_ADDR as u32, "cgroup_sock_addr"),
+        (BPF_PROG_TYPE_CGROUP_SYSCTL as u32, "cgroup_sysctl"),
+        (BPF_PROG_TYPE_CGROUP_SOCKOPT as u32, "cgroup_sockopt"),
+        (BPF_PROG_TYPE_TRACING as u32, "tracing"),
+        (BPF_PROG_TYPE_LSM as u32, "lsm"),
+        (BPF_PROG_TYPE_SK_LOOKUP as u32, "sk_lookup"),
+        (BPF_PROG_TYPE_SYSCALL as u32, "syscall"),
+        (BPF_PROG_TYPE_NETFILTER as u32, "netfilter"),
+    ];
+    NAMES.iter().find(|(v, _)| *v == t).map_or("unknown", |(_, n)| n)
+}
+
+/// Reads one program's info by id. `Ok(None)`: it was unloaded meanwhile.
+///
+/// `btf_cache` holds BTF blobs by id: Cilium's socket-LB programs share one
+/// object, so it is fetched once per audit.
+pub fn program_by_id(id: u32, btf_cache: &mut HashMap<u32, Vec<u8>>) -> Result<Option<Program>, SyscallError> {
+    let fd = match sys::prog_fd_by_id(id) {
+        Ok(fd) => fd,
+        Err(e) if e.errno() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let info = sys::prog_info(fd.as_fd())?;
+    let mut name = info.name.clone();
+    // BPF_OBJ_NAME_LEN is 16 with the NUL: a 15-byte name may be truncated.
+    if info.name.len() == 15 && info.btf_id != 0 && info.nr_func_info > 0 {
+        if let Some(full) = full_name(&fd, info.btf_id, btf_cache) {
+            if full.starts_with(&info.name) {
+                name = full;
+            }
+        }
+    }
+    Ok(Some(Program {
+        id,
+        name,
+        prog_type: prog_type_name(info.prog_type),
+        tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
+    }))
+}
+
+fn full_name(fd: &impl AsFd, btf_id: u32, cache: &mut HashMap<u32, Vec<u8>>) -> Option<String> {
+    let type_id = sys::prog_main_func_type_id(fd.as_fd()).ok()??;
+    if !cache.contains_key(&btf_id) {
+        let btf_fd = sys::btf_fd_by_id(btf_id).ok()?;
+        cache.insert(btf_id, sys::btf_data(btf_fd.as_fd()).ok()?);
+    }
+    btf::type_name(cache.get(&btf_id)?, type_id)
+}
+
+/// Every loaded program, by id. Programs that disappear mid-walk are skipped.
+pub fn loaded_programs(btf_cache: &mut HashMap<u32, Vec<u8>>) -> Result<BTreeMap<u32, Program>, SyscallError> {
+    let mut out = BTreeMap::new();
+    let mut id = 0;
+    while let Some(next) = sys::prog_next_id(id)? {
+        id = next;
+        if let Some(p) = program_by_id(id, btf_cache)? {
+            out.insert(id, p);
+        }
+    }
+    Ok(out)
+}
+
+/// Every cgroup bpf_link on the node. Links that disappear mid-walk are skipped.
+pub fn cgroup_links() -> Result<Vec<CgroupLinkInfo>, SyscallError> {
+    let mut out = Vec::new();
+    let mut id = 0;
+    while let Some(next) = sys::link_next_id(id)? {
+        id = next;
+        let fd = match sys::link_fd_by_id(id) {
+            Ok(fd) => fd,
+            Err(e) if e.errno() == Some(libc::ENOENT) => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(info) = sys::cgroup_link_info(fd.as_fd())? {
+            out.push(info);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,54 @@
+//! Attachments of one cgroup: `BPF_PROG_QUERY` for each supported attach type.
+
+use std::os::fd::BorrowedFd;
+
+use super::attach_type::{AttachFlags, AttachType};
+use super::sys::{self, SyscallError};
+
+/// Which of the fixed cgroup attach types this kernel knows.
+#[derive(Debug, Clone, Default)]
+pub struct Support {
+    pub supported: Vec<AttachType>,
+    /// Types the kernel rejected with EINVAL: too old (or built without the
+    /// feature). Reported as unsupported, never as "no programs".
+    pub unsupported: Vec<AttachType>,
+}
+
+/// Probes each attach type once on `cgroup` (the audit root). Any error other
+/// than EINVAL (EPERM above all) is returned: the audit cannot go on.
+pub fn probe(cgroup: BorrowedFd<'_>) -> Result<Support, SyscallError> {
+    let mut support = Support::default();
+    for t in AttachType::all() {
+        match sys::prog_query(cgroup, t.kernel_value(), false) {
+            Ok(_) => support.supported.push(t),
+            Err(e) if e.errno() == Some(libc::EINVAL) => support.unsupported.push(t),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(support)
+}
+
+/// One program attached directly to a cgroup (not inherited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attached {
+    pub attach_type: AttachType,
+    pub flags: AttachFlags,
+    pub prog_id: u32,
+}
+
+/// Programs attached directly to `cgroup`, for every supported type.
+/// ENOENT means the cgroup was removed after it was opened.
+pub fn attached(cgroup: BorrowedFd<'_>, support: &Support, out: &mut Vec<Attached>) -> Result<(), SyscallError> {
+    for &t in &support.supported {
+        let r = sys::prog_query(cgroup, t.kernel_value(), false)?;
+        let flags = AttachFlags::from_kernel(r.attach_flags);
+        out.extend(r.prog_ids.into_iter().map(|prog_id| Attached { attach_type: t, flags, prog_id }));
+    }
+    Ok(())
+}
+
+/// Program ids that run for sockets in `cgroup` for this type: its own and
+/// every ancestor's (`BPF_F_QUERY_EFFECTIVE`, 4.15).
+pub fn effective(cgroup: BorrowedFd<'_>, t: AttachType) -> Result<Vec<u32>, SyscallError> {
+    sys::prog_query(cgroup, t.kernel_value(), true).map(|r| r.prog_ids)
+}

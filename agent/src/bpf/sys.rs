@@ -1,0 +1,384 @@
+//! The only `unsafe` in the agent: thin wrappers over bpf(2).
+//!
+//! Every function fills one command's part of `union bpf_attr` (aya-obj's
+//! generated UAPI bindings), issues the syscall and turns the result into an
+//! `OwnedFd` or plain data at once. Callers never see raw pointers. Errors name
+//! the bpf command that failed, like aya's `SyscallError`.
+
+use std::ffi::CStr;
+use std::io;
+use std::mem::{self, size_of};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use aya_obj::generated::{
+    BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info,
+    bpf_link_type, bpf_prog_info,
+};
+
+/// A failed bpf(2) command, named as the kernel UAPI names it.
+#[derive(Debug, thiserror::Error)]
+#[error("bpf({call}) failed: {io_error}")]
+pub struct SyscallError {
+    pub call: &'static str,
+    #[source]
+    pub io_error: io::Error,
+}
+
+impl SyscallError {
+    pub fn errno(&self) -> Option<i32> {
+        self.io_error.raw_os_error()
+    }
+}
+
+pub type Result<T> = std::result::Result<T, SyscallError>;
+
+fn zeroed_attr() -> bpf_attr {
+    // SAFETY: bpf_attr is a plain C union of integers and arrays; all-zero is
+    // its documented "unset" value for every command.
+    unsafe { mem::zeroed() }
+}
+
+/// Issues one bpf(2) command.
+///
+/// # Safety
+///
+/// Every pointer stored in `attr` for `cmd` must be valid for the access the
+/// kernel makes through it (reads of input buffers, writes of the sizes given
+/// next to output buffers) for the duration of the call.
+unsafe fn sys_bpf(call: &'static str, cmd: bpf_cmd, attr: &mut bpf_attr) -> Result<i64> {
+    // SAFETY: `attr` is a valid, initialised bpf_attr of the size we pass; the
+    // caller guarantees the pointers inside it.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_long,
+            attr as *mut bpf_attr,
+            size_of::<bpf_attr>(),
+        )
+    };
+    if ret < 0 {
+        Err(SyscallError { call, io_error: io::Error::last_os_error() })
+    } else {
+        Ok(ret)
+    }
+}
+
+fn owned_fd(ret: i64) -> OwnedFd {
+    // SAFETY: the commands that call this return a new file descriptor that
+    // nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(ret as RawFd) }
+}
+
+/// What `BPF_PROG_QUERY` reports for one attach type of one cgroup.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueryResult {
+    /// `BPF_F_ALLOW_OVERRIDE` / `BPF_F_ALLOW_MULTI` of the attach point (0 for
+    /// effective queries).
+    pub attach_flags: u32,
+    pub prog_ids: Vec<u32>,
+}
+
+/// `BPF_PROG_QUERY` (kernel 4.15) of a cgroup directory fd.
+pub fn prog_query(target: BorrowedFd<'_>, attach_type: u32, effective: bool) -> Result<QueryResult> {
+    // 64 is BPF_CGROUP_MAX_PROGS: the most a cgroup can hold per type, but the
+    // effective list (own + inherited) can be longer, hence the retry.
+    let mut cap = 64usize;
+    loop {
+        let mut ids = vec![0u32; cap];
+        let mut attr = zeroed_attr();
+        {
+            attr.query.__bindgen_anon_1.target_fd = target.as_raw_fd() as u32;
+            attr.query.attach_type = attach_type;
+            attr.query.query_flags = if effective { BPF_F_QUERY_EFFECTIVE } else { 0 };
+            attr.query.prog_ids = ids.as_mut_ptr() as u64;
+            attr.query.__bindgen_anon_2.prog_cnt = cap as u32;
+        }
+        // SAFETY: prog_ids points at `cap` u32s, the count we pass.
+        match unsafe { sys_bpf("BPF_PROG_QUERY", bpf_cmd::BPF_PROG_QUERY, &mut attr) } {
+            Ok(_) => {
+                // SAFETY: the kernel wrote back the `query` member.
+                let (flags, count) = unsafe { (attr.query.attach_flags, attr.query.__bindgen_anon_2.prog_cnt) };
+                ids.truncate((count as usize).min(cap));
+                return Ok(QueryResult { attach_flags: flags, prog_ids: ids });
+            }
+            Err(e) if e.errno() == Some(libc::ENOSPC) => {
+                // NB: the kernel wrote the real count back, but it may grow again
+                // before the next call (another agent attaching): retry with room.
+                // SAFETY: reading an integer the kernel wrote back.
+                let needed = unsafe { attr.query.__bindgen_anon_2.prog_cnt } as usize;
+                cap = needed.max(cap * 2);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `BPF_*_GET_NEXT_ID`: the next id after `start` of programs or links; `None`
+/// at the end.
+fn next_id(call: &'static str, cmd: bpf_cmd, start: u32) -> Result<Option<u32>> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_6.__bindgen_anon_1.start_id = start;
+    // SAFETY: no pointers in this command.
+    match unsafe { sys_bpf(call, cmd, &mut attr) } {
+        // SAFETY: the kernel wrote back next_id.
+        Ok(_) => Ok(Some(unsafe { attr.__bindgen_anon_6.next_id })),
+        Err(e) if e.errno() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn prog_next_id(start: u32) -> Result<Option<u32>> {
+    next_id("BPF_PROG_GET_NEXT_ID", bpf_cmd::BPF_PROG_GET_NEXT_ID, start)
+}
+
+pub fn link_next_id(start: u32) -> Result<Option<u32>> {
+    next_id("BPF_LINK_GET_NEXT_ID", bpf_cmd::BPF_LINK_GET_NEXT_ID, start)
+}
+
+fn fd_by_id(call: &'static str, cmd: bpf_cmd, id: u32) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_6.__bindgen_anon_1.prog_id = id;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf(call, cmd, &mut attr) }.map(owned_fd)
+}
+
+/// `BPF_PROG_GET_FD_BY_ID` (4.13). ENOENT: the program was unloaded meanwhile.
+pub fn prog_fd_by_id(id: u32) -> Result<OwnedFd> {
+    fd_by_id("BPF_PROG_GET_FD_BY_ID", bpf_cmd::BPF_PROG_GET_FD_BY_ID, id)
+}
+
+/// `BPF_LINK_GET_FD_BY_ID` (5.8).
+pub fn link_fd_by_id(id: u32) -> Result<OwnedFd> {
+    fd_by_id("BPF_LINK_GET_FD_BY_ID", bpf_cmd::BPF_LINK_GET_FD_BY_ID, id)
+}
+
+/// `BPF_BTF_GET_FD_BY_ID` (5.0).
+pub fn btf_fd_by_id(id: u32) -> Result<OwnedFd> {
+    fd_by_id("BPF_BTF_GET_FD_BY_ID", bpf_cmd::BPF_BTF_GET_FD_BY_ID, id)
+}
+
+/// # Safety
+///
+/// `info` must be a bpf_*_info struct whose embedded pointers (if any were set)
+/// point at buffers of the sizes set next to them.
+unsafe fn obj_info<T>(fd: BorrowedFd<'_>, info: &mut T) -> Result<()> {
+    let mut attr = zeroed_attr();
+    {
+        attr.info.bpf_fd = fd.as_raw_fd() as u32;
+        attr.info.info = info as *mut T as u64;
+        attr.info.info_len = size_of::<T>() as u32;
+    }
+    // SAFETY: `info` is valid for size_of::<T>() bytes; the caller vouches for
+    // the pointers inside it.
+    unsafe { sys_bpf("BPF_OBJ_GET_INFO_BY_FD", bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr) }.map(drop)
+}
+
+/// The parts of `bpf_prog_info` the audit uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgInfo {
+    pub id: u32,
+    pub prog_type: u32,
+    /// The kernel's name, truncated to 15 bytes (BPF_OBJ_NAME_LEN - 1).
+    pub name: String,
+    pub tag: [u8; 8],
+    pub btf_id: u32,
+    pub nr_func_info: u32,
+}
+
+pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
+    // SAFETY: bpf_prog_info is plain data; zero means "no buffers requested".
+    let mut info: bpf_prog_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers are set.
+    unsafe { obj_info(fd, &mut info)? };
+    // SAFETY: the kernel NUL-terminates the 16-byte name.
+    let name = unsafe { CStr::from_ptr(info.name.as_ptr()) }.to_string_lossy().into_owned();
+    Ok(ProgInfo {
+        id: info.id,
+        prog_type: info.type_,
+        name,
+        tag: info.tag,
+        btf_id: info.btf_id,
+        nr_func_info: info.nr_func_info,
+    })
+}
+
+/// The BTF type id of the program's entry function: the first `func_info`
+/// record (the kernel sorts them by instruction offset; the entry is at 0).
+pub fn prog_main_func_type_id(fd: BorrowedFd<'_>) -> Result<Option<u32>> {
+    let mut rec = [bpf_func_info { insn_off: 0, type_id: 0 }; 1];
+    // SAFETY: plain data.
+    let mut info: bpf_prog_info = unsafe { mem::zeroed() };
+    info.nr_func_info = 1;
+    info.func_info_rec_size = size_of::<bpf_func_info>() as u32;
+    info.func_info = rec.as_mut_ptr() as u64;
+    // SAFETY: func_info points at one record of the size given.
+    unsafe { obj_info(fd, &mut info)? };
+    Ok((info.nr_func_info > 0).then_some(rec[0].type_id))
+}
+
+/// The raw BTF blob behind a BTF object fd (what `bpftool btf dump` reads).
+pub fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
+    // NB: first call learns the size, second copies; a BTF object is immutable
+    // once loaded, so the size cannot change between the two.
+    // SAFETY: plain data.
+    let mut info: bpf_btf_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers set.
+    unsafe { obj_info(fd, &mut info)? };
+    let mut buf = vec![0u8; info.btf_size as usize];
+    // SAFETY: plain data.
+    let mut info: bpf_btf_info = unsafe { mem::zeroed() };
+    info.btf = buf.as_mut_ptr() as u64;
+    info.btf_size = buf.len() as u32;
+    // SAFETY: `btf` points at `btf_size` writable bytes.
+    unsafe { obj_info(fd, &mut info)? };
+    buf.truncate(info.btf_size as usize);
+    Ok(buf)
+}
+
+/// A cgroup bpf_link as `bpf_link_info` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CgroupLinkInfo {
+    pub link_id: u32,
+    pub prog_id: u32,
+    /// 0 once the cgroup is gone: the link is defunct.
+    pub cgroup_id: u64,
+    pub attach_type: u32,
+}
+
+/// `Ok(None)` for links that are not cgroup links.
+pub fn cgroup_link_info(fd: BorrowedFd<'_>) -> Result<Option<CgroupLinkInfo>> {
+    // SAFETY: plain data.
+    let mut info: bpf_link_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers set.
+    unsafe { obj_info(fd, &mut info)? };
+    if info.type_ != bpf_link_type::BPF_LINK_TYPE_CGROUP as u32 {
+        return Ok(None);
+    }
+    // SAFETY: for BPF_LINK_TYPE_CGROUP the kernel fills the `cgroup` member.
+    let cg = unsafe { info.__bindgen_anon_1.cgroup };
+    Ok(Some(CgroupLinkInfo {
+        link_id: info.id,
+        prog_id: info.prog_id,
+        cgroup_id: cg.cgroup_id,
+        attach_type: cg.attach_type,
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// Commands that change kernel state. The audit never calls these; they exist
+// for remediation (detach) and for the test suite's fixtures (load, attach,
+// link, pin), so that the test crate needs no unsafe code of its own.
+
+/// `BPF_BTF_LOAD` of a raw BTF blob.
+pub fn btf_load(data: &[u8]) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    {
+        attr.__bindgen_anon_7.btf = data.as_ptr() as u64;
+        attr.__bindgen_anon_7.btf_size = data.len() as u32;
+    }
+    // SAFETY: `btf` points at `btf_size` readable bytes.
+    unsafe { sys_bpf("BPF_BTF_LOAD", bpf_cmd::BPF_BTF_LOAD, &mut attr) }.map(owned_fd)
+}
+
+/// What `BPF_PROG_LOAD` needs for a program without maps.
+pub struct ProgLoad<'a> {
+    pub prog_type: u32,
+    pub expected_attach_type: u32,
+    /// At most 15 bytes; longer names are cut, as the kernel would refuse them.
+    pub name: &'a str,
+    /// Raw `struct bpf_insn`s (8 bytes each).
+    pub insns: &'a [u64],
+    /// BTF object and the type id of a FUNC describing the entry point, so the
+    /// full name survives the kernel's 15-byte truncation.
+    pub btf: Option<(BorrowedFd<'a>, u32)>,
+}
+
+pub fn prog_load(p: &ProgLoad<'_>) -> Result<OwnedFd> {
+    let license = c"GPL";
+    let func = [bpf_func_info { insn_off: 0, type_id: p.btf.map_or(0, |b| b.1) }];
+    let mut attr = zeroed_attr();
+    // SAFETY: plain integers and a byte copy into a zeroed union.
+    unsafe {
+        let a = &mut attr.__bindgen_anon_3;
+        a.prog_type = p.prog_type;
+        a.expected_attach_type = p.expected_attach_type;
+        a.insns = p.insns.as_ptr() as u64;
+        a.insn_cnt = p.insns.len() as u32;
+        a.license = license.as_ptr() as u64;
+        for (dst, src) in a.prog_name.iter_mut().zip(p.name.bytes().take(15)) {
+            *dst = src as libc::c_char;
+        }
+        if let Some((fd, _)) = p.btf {
+            a.prog_btf_fd = fd.as_raw_fd() as u32;
+            a.func_info = func.as_ptr() as u64;
+            a.func_info_cnt = 1;
+            a.func_info_rec_size = size_of::<bpf_func_info>() as u32;
+        }
+    }
+    // SAFETY: insns, license and func_info outlive the call and match their counts.
+    unsafe { sys_bpf("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut attr) }.map(owned_fd)
+}
+
+/// `BPF_PROG_ATTACH` of a program to a cgroup (legacy attachment: it outlives
+/// the process and must be detached explicitly).
+pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32, flags: u32) -> Result<()> {
+    let mut attr = zeroed_attr();
+    // SAFETY: plain integers into a zeroed union.
+    unsafe {
+        let a = &mut attr.__bindgen_anon_5;
+        a.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+        a.attach_bpf_fd = prog.as_raw_fd() as u32;
+        a.attach_type = attach_type;
+        a.attach_flags = flags;
+    }
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_PROG_DETACH` of one program from a cgroup.
+pub fn prog_detach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<()> {
+    let mut attr = zeroed_attr();
+    // SAFETY: plain integers into a zeroed union.
+    unsafe {
+        let a = &mut attr.__bindgen_anon_5;
+        a.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+        a.attach_bpf_fd = prog.as_raw_fd() as u32;
+        a.attach_type = attach_type;
+    }
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_PROG_DETACH", bpf_cmd::BPF_PROG_DETACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_LINK_CREATE` of a cgroup link (5.7). The link lives as long as its fd
+/// or a pin does.
+pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    // SAFETY: plain integers into a zeroed union.
+    unsafe {
+        let a = &mut attr.link_create;
+        a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+        a.__bindgen_anon_2.target_fd = cgroup.as_raw_fd() as u32;
+        a.attach_type = attach_type;
+    }
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }.map(owned_fd)
+}
+
+/// `BPF_OBJ_PIN` of a program, map or link fd at a bpffs path.
+pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
+    let mut attr = zeroed_attr();
+    {
+        attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
+        attr.__bindgen_anon_4.bpf_fd = fd.as_raw_fd() as u32;
+    }
+    // SAFETY: pathname is a NUL-terminated string that outlives the call.
+    unsafe { sys_bpf("BPF_OBJ_PIN", bpf_cmd::BPF_OBJ_PIN, &mut attr) }.map(drop)
+}
+
+/// `BPF_OBJ_GET` of a pinned object.
+pub fn obj_get(path: &CStr) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
+    // SAFETY: pathname is a NUL-terminated string that outlives the call.
+    unsafe { sys_bpf("BPF_OBJ_GET", bpf_cmd::BPF_OBJ_GET, &mut attr) }.map(owned_fd)
+}

@@ -1,0 +1,353 @@
+//! Pure rules: a `Snapshot` in, findings out. Each finding says what is wrong
+//! in plain words and what to do about it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::attribution::{Attribution, attribute};
+use crate::bpf::AttachType;
+use crate::cgroup::RootKind;
+use crate::owner::{Owner, classify, intended_hook};
+use crate::snapshot::{Attachment, MountTop, ProcessRef, Snapshot};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    SocketLbBelowRoot,
+    SocketLbMissingAtRoot,
+    PodsWithoutSocketLb,
+    CgroupMountNotRoot,
+    DefunctLink,
+    CniAgentPrivateCgroupns,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::SocketLbBelowRoot => "socket_lb_below_root",
+            Kind::SocketLbMissingAtRoot => "socket_lb_missing_at_root",
+            Kind::PodsWithoutSocketLb => "pods_without_socket_lb",
+            Kind::CgroupMountNotRoot => "cgroup_mount_not_root",
+            Kind::DefunctLink => "defunct_link",
+            Kind::CniAgentPrivateCgroupns => "cni_agent_private_cgroupns",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub severity: Severity,
+    pub cgroup: Option<String>,
+    pub attach_type: Option<AttachType>,
+    pub prog_id: Option<u32>,
+    pub prog_name: Option<String>,
+    pub owner: Option<Owner>,
+    pub link_id: Option<u32>,
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+    pub runtime: Option<&'static str>,
+    pub qos: Option<&'static str>,
+    pub processes: Vec<ProcessRef>,
+    /// How many things the finding covers (pods for pods_without_socket_lb).
+    pub count: Option<u64>,
+    pub message: String,
+    pub remediation: String,
+}
+
+impl Finding {
+    fn new(kind: Kind, severity: Severity, message: String, remediation: String) -> Finding {
+        Finding {
+            kind,
+            severity,
+            cgroup: None,
+            attach_type: None,
+            prog_id: None,
+            prog_name: None,
+            owner: None,
+            link_id: None,
+            pod_uid: None,
+            container_id: None,
+            runtime: None,
+            qos: None,
+            processes: Vec::new(),
+            count: None,
+            message,
+            remediation,
+        }
+    }
+
+    fn at_cgroup(mut self, cgroup: &str, snap: &Snapshot) -> Finding {
+        let Attribution { pod_uid, container_id, runtime, qos } = attribute(cgroup);
+        self.cgroup = Some(cgroup.to_owned());
+        self.pod_uid = pod_uid;
+        self.container_id = container_id;
+        self.runtime = runtime;
+        self.qos = qos;
+        self.processes = snap.processes.get(cgroup).cloned().unwrap_or_default();
+        self
+    }
+}
+
+/// What the user told the rules.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Program-name prefixes that are benign wherever they are attached.
+    pub allow: Vec<String>,
+}
+
+/// Owner of an attached program.
+pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
+    match snap.programs.get(&prog_id) {
+        Some(p) => classify(&p.name, p.prog_type, attach_type, &policy.allow),
+        None => Owner::Unknown,
+    }
+}
+
+fn prog_name(snap: &Snapshot, id: u32) -> String {
+    snap.programs.get(&id).map_or_else(|| format!("prog {id} (unloaded)"), |p| if p.name.is_empty() { format!("prog {id}") } else { p.name.clone() })
+}
+
+const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
+Remount cgroup2 at the CNI's path from PID 1's namespaces (`agent remount`, or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt mount -t cgroup2 none /run/cilium/cgroupv2`), \
+keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
+
+fn where_(a: &Attribution, cgroup: &str) -> String {
+    match (&a.pod_uid, &a.container_id) {
+        (Some(p), Some(c)) => format!("container {} of pod {p}", &c[..c.len().min(12)]),
+        (Some(p), None) => format!("pod {p}"),
+        _ => format!("cgroup {cgroup}"),
+    }
+}
+
+fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    for a in &snap.attachments {
+        if a.cgroup_id == snap.root.cgroup_id || !a.attach_type.is_socket_lb() {
+            continue;
+        }
+        let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
+        if owner.is_benign() {
+            continue;
+        }
+        let name = prog_name(snap, a.prog_id);
+        let attribution = attribute(&a.cgroup);
+        let place = where_(&attribution, &a.cgroup);
+        let message = format!(
+            "{name} ({owner}, prog {id}) is attached to {t} on {place}, not on the root cgroup. Only sockets of processes in that cgroup \
+             run it; every other pod on this node bypasses {owner} socket load balancing, so connections to Service IPs from them are not translated.",
+            owner = owner.as_str(),
+            id = a.prog_id,
+            t = a.attach_type,
+        );
+        let remediation = if owner.is_cni() {
+            REMOUNT_FIX.to_owned()
+        } else {
+            format!("Find what loaded prog {} (`bpftool prog show id {}`); if it is legitimate, allow it with `--allow <name prefix>`.", a.prog_id, a.prog_id)
+        };
+        let mut f = Finding::new(Kind::SocketLbBelowRoot, Severity::Critical, message, remediation).at_cgroup(&a.cgroup, snap);
+        f.attach_type = Some(a.attach_type);
+        f.prog_id = Some(a.prog_id);
+        f.prog_name = Some(name);
+        f.owner = Some(owner);
+        f.link_id = a.link_id;
+        out.push(f);
+    }
+}
+
+/// Socket-LB hooks each CNI uses, from what it attached anywhere and what its
+/// loaded programs are named for.
+fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<AttachType>> {
+    let mut hooks: BTreeMap<Owner, BTreeSet<AttachType>> = BTreeMap::new();
+    for a in snap.attachments.iter().filter(|a| a.attach_type.is_socket_lb()) {
+        let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
+        if owner.is_cni() {
+            hooks.entry(owner).or_default().insert(a.attach_type);
+        }
+    }
+    for p in snap.programs.values() {
+        if !matches!(p.prog_type, "cgroup_sock_addr" | "cgroup_sock") {
+            continue;
+        }
+        let owner = classify(&p.name, p.prog_type, None, &policy.allow);
+        if let (true, Some(hook)) = (owner.is_cni(), intended_hook(&p.name)) {
+            hooks.entry(owner).or_default().insert(hook);
+        }
+    }
+    hooks
+}
+
+fn missing_at_root(snap: &Snapshot, policy: &Policy, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+    for (owner, types) in hooks {
+        for &t in types {
+            let at_root = snap.attachments.iter().any(|a| {
+                a.cgroup_id == snap.root.cgroup_id && a.attach_type == t && owner_of(snap, a.prog_id, Some(t), policy) == *owner
+            });
+            if at_root || snap.unsupported_attach_types.contains(&t) {
+                continue;
+            }
+            let message = format!(
+                "{o} has {t} socket-LB programs loaded or attached on this node, but none is attached to {t} on the root cgroup: \
+                 pods on this node do not get {o}'s {t} load balancing, while the agent may still report socket LB as enabled.",
+                o = owner.as_str()
+            );
+            let mut f = Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, REMOUNT_FIX.to_owned());
+            f.cgroup = Some("/".to_owned());
+            f.attach_type = Some(t);
+            f.owner = Some(*owner);
+            out.push(f);
+        }
+    }
+}
+
+fn pods_without(snap: &Snapshot, policy: &Policy, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+    let connect: Vec<AttachType> = ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).collect();
+    for (owner, types) in hooks {
+        if !types.iter().any(|t| connect.contains(t)) {
+            continue;
+        }
+        let lacking: Vec<&str> = snap
+            .pods
+            .iter()
+            .filter(|p| !p.effective_connect.iter().any(|&id| owner_of(snap, id, None, policy) == *owner))
+            .map(|p| p.pod_uid.as_str())
+            .collect();
+        if lacking.is_empty() {
+            continue;
+        }
+        let message = format!(
+            "{n} of {total} pods on this node have no {o} connect program in effect (BPF_F_QUERY_EFFECTIVE on their pod cgroup): \
+             their connections to ClusterIPs are not load-balanced. Pods: {list}",
+            n = lacking.len(),
+            total = snap.pods.len(),
+            o = owner.as_str(),
+            list = lacking.join(", "),
+        );
+        let mut f = Finding::new(Kind::PodsWithoutSocketLb, Severity::Critical, message, REMOUNT_FIX.to_owned());
+        f.owner = Some(*owner);
+        f.count = Some(lacking.len() as u64);
+        out.push(f);
+    }
+}
+
+fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
+    for m in &snap.mounts {
+        let MountTop::Known { cgroup_id, cgroup: Some(cgroup) } = &m.top else { continue };
+        if *cgroup_id == snap.root.cgroup_id {
+            continue;
+        }
+        let cni = crate::mounts::cni_mount_owner(&m.mount_point);
+        let severity = if cni.is_some() { Severity::Critical } else { Severity::Warning };
+        let message = format!(
+            "cgroup2 is mounted at {mp} in PID 1's mount namespace, but the mount's top is cgroup {cgroup} (id {cgroup_id}), not the root: \
+             it was mounted from inside a private cgroup namespace. {consequence}",
+            mp = m.mount_point.display(),
+            consequence = match cni {
+                Some(c) => format!("{c} attaches its socket-LB programs to the top of this mount, so they land on that cgroup instead of the root."),
+                None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
+            }
+        );
+        let remediation = format!(
+            "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply`, or \
+             `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`; \
+             on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`.",
+            mp = m.mount_point.display()
+        );
+        let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
+        f.owner = match cni {
+            Some("cilium") => Some(Owner::Cilium),
+            Some("calico") => Some(Owner::Calico),
+            _ => None,
+        };
+        out.push(f);
+    }
+}
+
+fn defunct_links(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    for l in snap.cgroup_links.iter().filter(|l| l.cgroup_id == 0) {
+        let t = AttachType::from_kernel(l.attach_type);
+        let owner = owner_of(snap, l.prog_id, t, policy);
+        if !owner.is_cni() {
+            continue;
+        }
+        let name = prog_name(snap, l.prog_id);
+        let message = format!(
+            "bpf_link {id} holds {name} ({o}, prog {p}) for {t} on a cgroup that no longer exists: the program runs nowhere. \
+             A pinned link like this is reused by the CNI on restart instead of attaching at the root.",
+            id = l.link_id,
+            o = owner.as_str(),
+            p = l.prog_id,
+            t = t.map_or("an unknown hook", AttachType::name),
+        );
+        let remediation = "Remove the stale pin (Cilium: /sys/fs/bpf/cilium/socketlb/links/cgroup/) and restart the CNI agent pod so it attaches a fresh link at the root.".to_owned();
+        let mut f = Finding::new(Kind::DefunctLink, Severity::Warning, message, remediation);
+        f.attach_type = t;
+        f.prog_id = Some(l.prog_id);
+        f.prog_name = Some(name);
+        f.owner = Some(owner);
+        f.link_id = Some(l.link_id);
+        out.push(f);
+    }
+}
+
+fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
+    let Some(reference) = snap.reference_cgroupns else { return };
+    for p in snap.cni_processes.iter().filter(|p| p.cgroupns != reference) {
+        let whose = if snap.reference_ns_is_pid1 { "PID 1's" } else { "the auditor's (PID 1's could not be read)" };
+        let message = format!(
+            "{comm} (pid {pid}) runs in cgroup namespace {ns}, not {whose} ({reference}): a cgroup2 mount it makes is rooted at its own cgroup. \
+             This is the likely cause of the socket-LB findings above.",
+            comm = p.comm,
+            pid = p.pid,
+            ns = p.cgroupns,
+        );
+        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned()).at_cgroup(&p.cgroup, snap);
+        f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
+        f.owner = Some(if p.comm.starts_with("cilium") { Owner::Cilium } else { Owner::Calico });
+        out.push(f);
+    }
+}
+
+/// Applies every rule.
+pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
+    let mut out = Vec::new();
+    below_root(snap, policy, &mut out);
+    let hooks = cni_hooks(snap, policy);
+    missing_at_root(snap, policy, &hooks, &mut out);
+    pods_without(snap, policy, &hooks, &mut out);
+    mounts_not_root(snap, &mut out);
+    defunct_links(snap, policy, &mut out);
+    // A CNI agent in a private cgroupns is normal when its init container
+    // mounted cgroup2 from the host's namespaces; it only explains a problem.
+    if out.iter().any(|f| f.severity == Severity::Critical) {
+        cni_agents(snap, &mut out);
+    }
+    out.sort_by(|a, b| (a.severity, a.kind, &a.cgroup, a.attach_type, a.prog_id).cmp(&(b.severity, b.kind, &b.cgroup, b.attach_type, b.prog_id)));
+    out
+}
+
+/// Whether the audit could see everything it judged.
+pub fn complete(snap: &Snapshot) -> bool {
+    snap.root.kind != RootKind::Namespaced
+}
+
+/// Attachments with their owners, for reports.
+pub fn owned<'a>(snap: &'a Snapshot, policy: &'a Policy) -> impl Iterator<Item = (&'a Attachment, Owner)> + 'a {
+    snap.attachments.iter().map(move |a| (a, owner_of(snap, a.prog_id, Some(a.attach_type), policy)))
+}

@@ -1,0 +1,17 @@
+//! cgaudit's agent: audits cgroup-v2 BPF attachments on a Kubernetes node.
+//!
+//! The scan (`scan`) reads the kernel into a plain `Snapshot`; rules
+//! (`findings`), attribution and reporting are pure functions of it. All
+//! `unsafe` lives in `bpf::sys`.
+
+pub mod attribution;
+pub mod audit;
+pub mod bpf;
+pub mod cgroup;
+pub mod cli;
+pub mod findings;
+pub mod mounts;
+pub mod owner;
+pub mod report;
+pub mod scan;
+pub mod snapshot;

@@ -1,0 +1,12 @@
+use std::process::ExitCode;
+
+use agent::cli::{Cli, Command};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Audit(args) => agent::audit::main(args),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,241 @@
+//! The audit report: a versioned JSON document for scripts and fleets, and a
+//! table for people. Both are rendered from the same `Report`.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::bpf::{AttachFlags, AttachType};
+use crate::cgroup::RootKind;
+use crate::findings::{self, Finding, Policy, Severity};
+use crate::owner::Owner;
+use crate::snapshot::{CgroupMount, ScanError, Snapshot};
+
+/// Bumped on any incompatible change of the JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AttachmentOut {
+    pub cgroup: String,
+    pub cgroup_id: u64,
+    pub attach_type: AttachType,
+    pub attach_flags: AttachFlags,
+    pub prog_id: u32,
+    pub prog_name: Option<String>,
+    pub prog_type: Option<&'static str>,
+    pub prog_tag: Option<String>,
+    pub link_id: Option<u32>,
+    pub owner: Owner,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Complete view, nothing wrong.
+    Ok,
+    /// At least one finding.
+    Problem,
+    /// No finding, but the view was namespaced: "clean" cannot be claimed.
+    Incomplete,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub node: String,
+    pub kernel: String,
+    pub status: Status,
+    pub cgroup_root: String,
+    pub root_cgroup_id: u64,
+    pub root_kind: RootKind,
+    pub root_note: Option<String>,
+    pub cgroups_scanned: u64,
+    pub cgroups_vanished: u64,
+    pub unsupported_attach_types: Vec<AttachType>,
+    pub attachments: Vec<AttachmentOut>,
+    pub findings: Vec<Finding>,
+    pub mounts: Vec<CgroupMount>,
+    pub errors: Vec<ScanError>,
+}
+
+impl Report {
+    pub fn new(snap: &Snapshot, policy: &Policy) -> Report {
+        let findings = findings::evaluate(snap, policy);
+        let status = if !findings.is_empty() {
+            Status::Problem
+        } else if !findings::complete(snap) {
+            Status::Incomplete
+        } else {
+            Status::Ok
+        };
+        let attachments = findings::owned(snap, policy)
+            .map(|(a, owner)| {
+                let p = snap.programs.get(&a.prog_id);
+                AttachmentOut {
+                    cgroup: a.cgroup.clone(),
+                    cgroup_id: a.cgroup_id,
+                    attach_type: a.attach_type,
+                    attach_flags: a.attach_flags,
+                    prog_id: a.prog_id,
+                    prog_name: p.map(|p| p.name.clone()),
+                    prog_type: p.map(|p| p.prog_type),
+                    prog_tag: p.map(|p| p.tag.clone()),
+                    link_id: a.link_id,
+                    owner,
+                }
+            })
+            .collect();
+        Report {
+            schema_version: SCHEMA_VERSION,
+            node: snap.node.clone(),
+            kernel: snap.kernel.clone(),
+            status,
+            cgroup_root: snap.root.path.display().to_string(),
+            root_cgroup_id: snap.root.cgroup_id,
+            root_kind: snap.root.kind,
+            root_note: snap.root.note.clone(),
+            cgroups_scanned: snap.cgroups_scanned,
+            cgroups_vanished: snap.cgroups_vanished,
+            unsupported_attach_types: snap.unsupported_attach_types.clone(),
+            attachments,
+            findings,
+            mounts: snap.mounts.clone(),
+            errors: snap.errors.clone(),
+        }
+    }
+
+    /// node-problem-detector's plugin contract: 0 OK, 1 problem, 2 unknown.
+    pub fn exit_code(&self) -> u8 {
+        match self.status {
+            Status::Ok => 0,
+            Status::Problem => 1,
+            Status::Incomplete => 2,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    fn root_kind_text(&self) -> &'static str {
+        match self.root_kind {
+            RootKind::Hierarchy => "hierarchy root",
+            RootKind::Pid1Namespace => "PID 1's cgroup-namespace root",
+            RootKind::Given => "--cgroup-root",
+            RootKind::Namespaced => "NAMESPACED VIEW, INCOMPLETE",
+        }
+    }
+
+    /// The first line: what a person or an NPD message needs at a glance.
+    pub fn summary(&self) -> String {
+        let crit = self.findings.iter().filter(|f| f.severity == Severity::Critical).count();
+        let verdict = match self.status {
+            Status::Ok => "OK: no misplaced socket-LB programs".to_owned(),
+            Status::Problem => format!("PROBLEM: {} finding(s), {crit} critical", self.findings.len()),
+            Status::Incomplete => "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned(),
+        };
+        format!(
+            "{verdict} | node {} | root {} (cgroup id {}, {}) | {} cgroups scanned, {} vanished, {} attachments",
+            self.node,
+            self.cgroup_root,
+            self.root_cgroup_id,
+            self.root_kind_text(),
+            self.cgroups_scanned,
+            self.cgroups_vanished,
+            self.attachments.len()
+        )
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "{}", self.summary());
+        if let Some(note) = &self.root_note {
+            let _ = writeln!(s, "note: {note}");
+        }
+        if !self.unsupported_attach_types.is_empty() {
+            let names: Vec<&str> = self.unsupported_attach_types.iter().map(|t| t.name()).collect();
+            let _ = writeln!(s, "note: attach types this kernel does not support (not queried): {}", names.join(", "));
+        }
+        if !self.findings.is_empty() {
+            let _ = writeln!(s, "\nFINDINGS");
+            for f in &self.findings {
+                write_finding(&mut s, f);
+            }
+        }
+        if !self.errors.is_empty() {
+            let _ = writeln!(s, "\nERRORS (the audit went on without these)");
+            for e in &self.errors {
+                let _ = writeln!(s, "  {} {}: {}", e.op, e.path, e.message);
+            }
+        }
+        let _ = writeln!(s, "\nATTACHMENTS");
+        let _ = writeln!(s, "CgroupPath");
+        let _ = writeln!(s, "ID       AttachType      AttachFlags     Name                       Owner    Link");
+        let mut last: Option<&str> = None;
+        for a in &self.attachments {
+            if last != Some(a.cgroup.as_str()) {
+                // Full paths, as `bpftool cgroup tree` prints them.
+                let full = if a.cgroup == "/" { self.cgroup_root.clone() } else { format!("{}{}", self.cgroup_root.trim_end_matches('/'), a.cgroup) };
+                let _ = writeln!(s, "{full}");
+                last = Some(&a.cgroup);
+            }
+            let flags = match a.attach_flags {
+                AttachFlags::None => "",
+                f => f.as_str(),
+            };
+            let _ = writeln!(
+                s,
+                "    {:<8} {:<15} {:<15} {:<26} {:<8} {}",
+                a.prog_id,
+                a.attach_type.name(),
+                flags,
+                a.prog_name.as_deref().unwrap_or("?"),
+                a.owner.as_str(),
+                a.link_id.map(|l| format!("link {l}")).unwrap_or_default()
+            );
+        }
+        if self.attachments.is_empty() {
+            let _ = writeln!(s, "(no programs attached to any cgroup)");
+        }
+        s
+    }
+}
+
+fn write_finding(s: &mut String, f: &Finding) {
+    let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
+    if let Some(t) = f.attach_type {
+        let _ = write!(head, " {t}");
+    }
+    if let Some(name) = &f.prog_name {
+        let _ = write!(head, " {name}");
+    }
+    if let Some(id) = f.prog_id {
+        let _ = write!(head, " (prog {id})");
+    }
+    if let Some(c) = &f.cgroup {
+        let _ = write!(head, " at {c}");
+    }
+    let _ = writeln!(s, "{head}");
+    let mut who = Vec::new();
+    if let Some(p) = &f.pod_uid {
+        who.push(format!("pod {p}"));
+    }
+    if let Some(c) = &f.container_id {
+        who.push(format!("container {c}"));
+    }
+    if let Some(r) = f.runtime {
+        who.push(format!("runtime {r}"));
+    }
+    if let Some(q) = f.qos {
+        who.push(format!("qos {q}"));
+    }
+    if !f.processes.is_empty() {
+        let procs: Vec<String> = f.processes.iter().take(5).map(|p| format!("{} ({})", p.comm, p.pid)).collect();
+        who.push(format!("processes {}", procs.join(", ")));
+    }
+    if !who.is_empty() {
+        let _ = writeln!(s, "    where: {}", who.join("; "));
+    }
+    let _ = writeln!(s, "    why:   {}", f.message);
+    let _ = writeln!(s, "    fix:   {}", f.remediation);
+}
