@@ -49,6 +49,18 @@ impl Kind {
             Kind::CniAgentPrivateCgroupns => "cni_agent_private_cgroupns",
         }
     }
+
+    /// What findings of this kind mean, for a group of them.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Kind::SocketLbBelowRoot => "these socket-LB programs are attached to this cgroup, not the root: only sockets of processes in it are load-balanced, every other pod on the node bypasses them and its connections to Service IPs are not translated.",
+            Kind::SocketLbMissingAtRoot => "the CNI's socket-LB programs for these hooks are loaded or attached on the node, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled.",
+            Kind::PodsWithoutSocketLb => "these pods have no CNI connect program in effect on their cgroup.",
+            Kind::CgroupMountNotRoot => "these cgroup2 mounts are rooted below the hierarchy root: they were made from inside a private cgroup namespace.",
+            Kind::DefunctLink => "these bpf_links point at cgroups that no longer exist: their programs run nowhere.",
+            Kind::CniAgentPrivateCgroupns => "these CNI agents run in a cgroup namespace other than PID 1's: a cgroup2 mount they make is rooted at their own cgroup.",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -317,7 +329,14 @@ fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
             pid = p.pid,
             ns = p.cgroupns,
         );
-        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned()).at_cgroup(&p.cgroup, snap);
+        // Name the cgroup as the other findings do (relative to the audited
+        // root) when the walk saw the process; else as /proc shows it.
+        let cgroup = snap
+            .processes
+            .iter()
+            .find(|(_, procs)| procs.iter().any(|q| q.pid == p.pid))
+            .map_or(p.cgroup.as_str(), |(c, _)| c.as_str());
+        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned()).at_cgroup(cgroup, snap);
         f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
         f.owner = Some(if p.comm.starts_with("cilium") { Owner::Cilium } else { Owner::Calico });
         out.push(f);

@@ -158,8 +158,10 @@ impl Report {
         }
         if !self.findings.is_empty() {
             let _ = writeln!(s, "\nFINDINGS");
-            for f in &self.findings {
-                write_finding(&mut s, f);
+            // Findings of one kind on one cgroup share their explanation: show
+            // it once, with the programs it covers listed.
+            for group in self.findings.chunk_by(|a, b| a.kind == b.kind && a.cgroup == b.cgroup && a.owner == b.owner) {
+                write_finding_group(&mut s, group);
             }
         }
         if !self.errors.is_empty() {
@@ -201,21 +203,36 @@ impl Report {
     }
 }
 
-fn write_finding(s: &mut String, f: &Finding) {
-    let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
+fn item(f: &Finding) -> String {
+    let mut item = String::new();
     if let Some(t) = f.attach_type {
-        let _ = write!(head, " {t}");
+        let _ = write!(item, " {t}");
     }
     if let Some(name) = &f.prog_name {
-        let _ = write!(head, " {name}");
+        let _ = write!(item, " {name}");
     }
     if let Some(id) = f.prog_id {
-        let _ = write!(head, " (prog {id})");
+        let _ = write!(item, " (prog {id})");
+    }
+    item
+}
+
+fn write_finding_group(s: &mut String, group: &[Finding]) {
+    let f = &group[0];
+    let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
+    if group.len() == 1 {
+        head.push_str(&item(f));
+    } else {
+        let _ = write!(head, " x{}", group.len());
     }
     if let Some(c) = &f.cgroup {
         let _ = write!(head, " at {c}");
     }
     let _ = writeln!(s, "{head}");
+    if group.len() > 1 {
+        let items: Vec<String> = group.iter().map(|f| item(f).trim_start().to_owned()).collect();
+        let _ = writeln!(s, "    what:  {}", items.join(", "));
+    }
     let mut who = Vec::new();
     if let Some(p) = &f.pod_uid {
         who.push(format!("pod {p}"));
@@ -236,6 +253,7 @@ fn write_finding(s: &mut String, f: &Finding) {
     if !who.is_empty() {
         let _ = writeln!(s, "    where: {}", who.join("; "));
     }
-    let _ = writeln!(s, "    why:   {}", f.message);
+    let why = if group.len() == 1 { f.message.as_str() } else { f.kind.explanation() };
+    let _ = writeln!(s, "    why:   {why}");
     let _ = writeln!(s, "    fix:   {}", f.remediation);
 }

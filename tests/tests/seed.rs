@@ -1,0 +1,222 @@
+//! The failure cgaudit exists for (shared/seeds/002): a CNI agent in a private
+//! cgroup namespace mounts cgroup2 at /run/cilium/cgroupv2, gets a mount rooted
+//! at its own container, and attaches its socket-LB programs "at the root",
+//! which is really its container's cgroup.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use integration_tests::*;
+use serde_json::Value;
+
+const POD_UID: &str = "f8371831-8021-4722-af27-93c925d25a14";
+const CONTAINER: &str = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
+const OTHER_POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+const OTHER_CONTAINER: &str = "5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13";
+
+fn cilium_pod() -> String {
+    format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice", POD_UID.replace('-', "_"))
+}
+
+fn cilium_container() -> String {
+    format!("{}/cri-containerd-{CONTAINER}.scope", cilium_pod())
+}
+
+/// The seed, reproduced: returns the node sandbox, the test cgroup, the
+/// attachments (detached on drop) and the temp dir of the fake agent binary.
+struct Seed {
+    attached: Vec<Attached>,
+    _progs: Vec<Prog>,
+    sandbox: Sandbox,
+    _bin: tempfile::TempDir,
+    t: TestCgroup,
+}
+
+fn seed() -> Seed {
+    let t = TestCgroup::new("seed");
+    let ctr = t.mkdir(&cilium_container());
+    t.mkdir(&format!(
+        "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-{OTHER_CONTAINER}.scope",
+        OTHER_POD_UID.replace('-', "_")
+    ));
+    // A process whose comm is "cilium-agent", as a CNI agent's would be.
+    let bin = tempfile::tempdir().expect("tempdir");
+    let fake = bin.path().join("cilium-agent");
+    fs::copy(which("sleep").expect("sleep"), &fake).expect("copy sleep");
+
+    // The node: PID 1 of a sandbox. The "agent" joins its container cgroup,
+    // unshares only its cgroup namespace, and mounts cgroup2 in the node's
+    // mount namespace, exactly what a CNI agent in a private cgroupns does.
+    let sandbox = Sandbox::new(&format!(
+        r#"mount -t tmpfs tmpfs /run
+mkdir -p /run/cilium/cgroupv2
+sh -c 'echo $$ > "$0/cgroup.procs" && exec unshare --cgroup sh -c "mount -t cgroup2 none /run/cilium/cgroupv2 && exec $1 infinity"' '{ctr}' '{fake}' &
+i=0; until grep -q ' /run/cilium/cgroupv2 ' /proc/self/mountinfo; do i=$((i+1)); [ $i -lt 200 ]; sleep 0.05; done"#,
+        ctr = ctr.display(),
+        fake = fake.display(),
+    ));
+
+    // Attach "at the root" of the agent's mount, as Cilium does.
+    let mount_top = sandbox.path("/run/cilium/cgroupv2");
+    assert_eq!(cgroup_id(&mount_top), cgroup_id(&ctr), "the namespaced mount must be rooted at the container");
+    let progs = load_cilium_socket_lb();
+    let attached = progs.iter().map(|p| Attached::new_fd(open_dir(&mount_top) as OwnedFd, p, 0)).collect();
+    Seed { attached, _progs: progs, sandbox, _bin: bin, t }
+}
+
+fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["findings"].as_array().expect("findings").iter().filter(|f| f["kind"] == kind).collect()
+}
+
+#[test]
+fn seed_misattachment_is_found_attributed_and_explained() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = seed();
+    let root = s.t.path.to_str().unwrap();
+    let run = s.sandbox.agent(&["audit", "--cgroup-root", root, "--output", "json"]);
+    assert_eq!(run.code, 1, "a misattachment is a problem (exit 1): {}\n{}", run.stderr, run.stdout);
+    let report = run.json();
+
+    // One finding per attach type, on the agent's container, with the full
+    // program names and the pod/container it belongs to.
+    let below = findings(&report, "socket_lb_below_root");
+    assert_eq!(below.len(), 10, "{report:#}");
+    let mut types: Vec<&str> = below.iter().map(|f| f["attach_type"].as_str().unwrap()).collect();
+    types.sort();
+    let mut expected: Vec<&str> = CILIUM_SOCKET_LB.iter().map(|(_, h)| *h).collect();
+    expected.sort();
+    assert_eq!(types, expected);
+    for f in &below {
+        assert_eq!(f["severity"], "critical");
+        assert_eq!(f["cgroup"], cilium_container());
+        assert_eq!(f["pod_uid"], POD_UID);
+        assert_eq!(f["container_id"], CONTAINER);
+        assert_eq!(f["runtime"], "containerd");
+        assert_eq!(f["owner"], "cilium");
+        let (name, _) = CILIUM_SOCKET_LB.iter().find(|(_, h)| *h == f["attach_type"]).unwrap();
+        assert_eq!(f["prog_name"], *name, "full BTF name, not the kernel's 15 bytes");
+        let procs = f["processes"].as_array().unwrap();
+        assert!(procs.iter().any(|p| p["comm"] == "cilium-agent"), "names the agent process: {f:#}");
+        assert!(!f["remediation"].as_str().unwrap().is_empty());
+    }
+    let ids: Vec<u64> = s.attached.iter().map(|a| u64::from(a.prog_id)).collect();
+    assert!(below.iter().all(|f| ids.contains(&f["prog_id"].as_u64().unwrap())));
+
+    // The cause: the mount in PID 1's namespace, rooted at the container.
+    let mounts = findings(&report, "cgroup_mount_not_root");
+    assert_eq!(mounts.len(), 1, "{report:#}");
+    assert_eq!(mounts[0]["cgroup"], cilium_container());
+    assert_eq!(mounts[0]["severity"], "critical");
+    assert!(mounts[0]["message"].as_str().unwrap().contains("/run/cilium/cgroupv2"));
+
+    // The root lacks every hook; both pods lack connect in effect.
+    assert_eq!(findings(&report, "socket_lb_missing_at_root").len(), 10);
+    let pods = findings(&report, "pods_without_socket_lb");
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0]["count"], 2);
+
+    // The likely cause: the agent's private cgroup namespace.
+    let agent = findings(&report, "cni_agent_private_cgroupns");
+    assert_eq!(agent.len(), 1, "{report:#}");
+    assert_eq!(agent[0]["processes"][0]["comm"], "cilium-agent");
+    assert_eq!(agent[0]["pod_uid"], POD_UID);
+
+    // Every attachment is listed, with cgroup paths relative to the root.
+    let atts = report["attachments"].as_array().unwrap();
+    assert_eq!(atts.len(), 10);
+    assert!(atts.iter().all(|a| a["cgroup"] == cilium_container() && a["link_id"].is_null()));
+}
+
+#[test]
+fn seed_table_output_leads_with_the_verdict() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = seed();
+    let run = s.sandbox.agent(&["audit", "--cgroup-root", s.t.path.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    eprintln!("{}", run.stdout);
+    let first = run.stdout.lines().next().unwrap();
+    assert!(first.starts_with("PROBLEM: "), "{first}");
+    assert!(run.stdout.contains(&format!("[critical] socket_lb_below_root x10 at {}", cilium_container())), "one block for the ten programs");
+    assert!(run.stdout.contains("connect4 cil_sock4_connect (prog "));
+    assert!(run.stdout.contains("processes cilium-agent ("));
+    assert!(run.stdout.contains(&format!("pod {POD_UID}")));
+    // The tree part lists the container's cgroup with its full path.
+    assert!(run.stdout.contains(&format!("{}{}", s.t.path.display(), cilium_container())));
+}
+
+/// Replaces run-specific values (ids, pids, paths) and host-dependent parts
+/// with placeholders so the document's shape and wording can be pinned.
+fn normalise(v: &mut Value, t: &Path) {
+    match v {
+        Value::Object(m) => {
+            for (k, val) in m.iter_mut() {
+                match k.as_str() {
+                    "prog_id" | "cgroup_id" | "root_cgroup_id" | "pid" | "cgroupns" | "prog_tag" | "node" | "kernel" | "cgroup_root"
+                        if !val.is_null() =>
+                    {
+                        *val = Value::String(format!("<{k}>"))
+                    }
+                    // Depends on the kernel's config (BPF LSM), not on us.
+                    "unsupported_attach_types" => *val = Value::String("<kernel-dependent>".into()),
+                    // The host's own cgroup2 mounts differ between machines;
+                    // keep those inside the audited tree.
+                    "mounts" => {
+                        if let Value::Array(a) = val {
+                            a.retain(|m| !m["top"]["cgroup"].is_null());
+                        }
+                        normalise(val, t);
+                    }
+                    _ => normalise(val, t),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| normalise(x, t)),
+        Value::String(s) => {
+            let name = t.file_name().unwrap().to_str().unwrap();
+            *s = scrub(&s.replace(t.to_str().unwrap(), "<T>").replace(name, "<T>"));
+        }
+        _ => {}
+    }
+}
+
+/// Replaces the number after each of these words in a message.
+fn scrub(s: &str) -> String {
+    let mut out = s.to_owned();
+    for word in ["prog ", "pid ", "id ", "namespace ", "PID 1's (", "link "] {
+        let mut result = String::new();
+        let mut rest = out.as_str();
+        while let Some(i) = rest.find(word) {
+            let after = &rest[i + word.len()..];
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            result.push_str(&rest[..i + word.len()]);
+            result.push_str(if digits > 0 { "<n>" } else { "" });
+            rest = &after[digits..];
+        }
+        result.push_str(rest);
+        out = result;
+    }
+    out
+}
+
+#[test]
+fn seed_json_matches_the_golden_schema() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = seed();
+    let run = s.sandbox.agent(&["audit", "--cgroup-root", s.t.path.to_str().unwrap(), "--output", "json"]);
+    let mut report = run.json();
+    normalise(&mut report, &s.t.path);
+    let got = serde_json::to_string_pretty(&report).unwrap() + "\n";
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/seed.json");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&golden, &got).unwrap();
+    }
+    let want = fs::read_to_string(&golden).unwrap_or_default();
+    assert!(got == want, "JSON report differs from {} (UPDATE_GOLDEN=1 to accept a deliberate change):\n{got}", golden.display());
+}
