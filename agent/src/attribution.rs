@@ -14,16 +14,20 @@ use serde::Serialize;
 pub struct Attribution {
     pub pod_uid: Option<String>,
     pub container_id: Option<String>,
-    /// `containerd`, `cri-o` or `docker` when the path names it.
+    /// `containerd`, `cri-o`, `docker` or `podman` when the path names it.
     pub runtime: Option<&'static str>,
     /// `guaranteed`, `burstable` or `besteffort` once a pod is named.
     pub qos: Option<&'static str>,
+    /// The path ends at the pod's own cgroup (not a container's, nor a
+    /// helper's such as podman's `conmon`).
+    #[serde(skip)]
+    pub pod_level: bool,
 }
 
 impl Attribution {
-    /// The cgroup is a pod's own cgroup (not one of its containers').
+    /// The cgroup is a pod's own cgroup.
     pub fn is_pod_level(&self) -> bool {
-        self.pod_uid.is_some() && self.container_id.is_none()
+        self.pod_level
     }
 }
 
@@ -46,7 +50,7 @@ fn is_pod_uid(s: &str) -> bool {
 /// `cri-containerd-<id>.scope` -> (containerd, id); `crio-<id>`; `docker-<id>`.
 fn container_segment(seg: &str) -> Option<(Option<&'static str>, String)> {
     let base = seg.strip_suffix(".scope").unwrap_or(seg);
-    for (prefix, runtime) in [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker")] {
+    for (prefix, runtime) in [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"), ("libpod-", "podman")] {
         if let Some(id) = base.strip_prefix(prefix) {
             if is_container_id(id) {
                 return Some((Some(runtime), id.to_owned()));
@@ -57,11 +61,28 @@ fn container_segment(seg: &str) -> Option<(Option<&'static str>, String)> {
     (seg == base && is_container_id(base)).then(|| (None, base.to_owned()))
 }
 
+/// A container outside Kubernetes: its runtime-named scope
+/// (`/system.slice/docker-<id>.scope`, `/libpod_parent/libpod-<id>`) or
+/// Docker's cgroupfs layout (`/docker/<id>`).
+fn plain_container(segs: &[&str]) -> Attribution {
+    let Some((last, parents)) = segs.split_last() else { return Attribution::default() };
+    let found = match container_segment(last) {
+        Some((Some(runtime), id)) => Some((runtime, id)),
+        Some((None, id)) if parents.last() == Some(&"docker") => Some(("docker", id)),
+        _ => None,
+    };
+    found.map_or_else(Attribution::default, |(runtime, id)| Attribution {
+        container_id: Some(id),
+        runtime: Some(runtime),
+        ..Attribution::default()
+    })
+}
+
 /// Attributes a cgroup path (absolute or relative to any root).
 pub fn attribute(path: &str) -> Attribution {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let Some(start) = segs.iter().position(|s| *s == "kubepods.slice" || *s == "kubepods") else {
-        return Attribution::default();
+        return plain_container(&segs);
     };
     let mut a = Attribution::default();
     let mut rest = segs[start + 1..].iter().copied();
@@ -94,10 +115,13 @@ pub fn attribute(path: &str) -> Attribution {
         return Attribution::default();
     }
     a.qos = Some(qos.unwrap_or("guaranteed"));
-    if let Some(seg) = rest.next() {
-        if let Some((runtime, id)) = container_segment(seg) {
-            a.runtime = runtime;
-            a.container_id = Some(id);
+    match rest.next() {
+        None => a.pod_level = true,
+        Some(seg) => {
+            if let Some((runtime, id)) = container_segment(seg) {
+                a.runtime = runtime;
+                a.container_id = Some(id);
+            }
         }
     }
     a
@@ -172,6 +196,27 @@ mod tests {
         assert_eq!(a.runtime, Some("containerd"));
         let dind = attribute(&format!("/docker/{CID}/kubepods/besteffort/pod{UID}/{CID}"));
         assert_eq!(dind.qos, Some("besteffort"));
+    }
+
+    #[test]
+    fn containers_outside_kubernetes_name_their_runtime() {
+        let a = attribute(&format!("/libpod_parent/libpod-{CID}"));
+        assert_eq!((a.runtime, a.container_id.as_deref(), a.pod_uid), (Some("podman"), Some(CID), None));
+        assert_eq!(attribute(&format!("/system.slice/docker-{CID}.scope")).runtime, Some("docker"));
+        assert_eq!(attribute(&format!("/docker/{CID}")).runtime, Some("docker"));
+        assert_eq!(attribute(&format!("/{CID}")), Attribution::default(), "a bare id alone is not enough");
+    }
+
+    #[test]
+    fn podman_container_in_a_cgroupfs_pod_is_attributed() {
+        let a = attribute(&format!("/kubepods/burstable/pod{UID}/libpod-{CID}"));
+        assert_eq!((a.pod_uid.as_deref(), a.container_id.as_deref(), a.runtime), (Some(UID), Some(CID), Some("podman")));
+        // conmon sits beside the container in podman's layout: in the pod,
+        // but not the pod's own cgroup.
+        let conmon = attribute(&format!("/kubepods/burstable/pod{UID}/conmon"));
+        assert_eq!(conmon.pod_uid.as_deref(), Some(UID));
+        assert!(!conmon.is_pod_level());
+        assert!(attribute(&format!("/kubepods/burstable/pod{UID}")).is_pod_level());
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl Finding {
     }
 
     fn at_cgroup(mut self, cgroup: &str, snap: &Snapshot) -> Finding {
-        let Attribution { pod_uid, container_id, runtime, qos } = attribute(cgroup);
+        let Attribution { pod_uid, container_id, runtime, qos, .. } = attribute(cgroup);
         self.cgroup = Some(cgroup.to_owned());
         self.pod_uid = pod_uid;
         self.container_id = container_id;

@@ -355,7 +355,12 @@ impl Sandbox {
     /// Starts the sandbox; `setup` runs in its PID 1 before it idles, and
     /// the sandbox is ready once `setup` has finished.
     pub fn new(setup: &str) -> Sandbox {
-        let script = format!("set -e\n{setup}\necho ready\nexec sleep infinity\n");
+        Self::with_init(setup, "sleep infinity")
+    }
+
+    /// Like `new`, with PID 1 idling as `init` (e.g. under another uid).
+    pub fn with_init(setup: &str, init: &str) -> Sandbox {
+        let script = format!("set -e\n{setup}\necho ready\nexec {init}\n");
         let mut child = Command::new("unshare")
             .args(["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "sh", "-c", &script])
             .stdin(Stdio::null())
