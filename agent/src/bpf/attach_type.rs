@@ -13,37 +13,38 @@ use serde::{Serialize, Serializer};
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AttachType(u32);
 
-/// (kernel enum, short name, socket load-balancing hook, kernel that added it)
-const TABLE: [(bpf_attach_type, &str, bool, &str); 29] = [
-    (BPF_CGROUP_INET_INGRESS, "ingress", false, "4.10"),
-    (BPF_CGROUP_INET_EGRESS, "egress", false, "4.10"),
-    (BPF_CGROUP_INET_SOCK_CREATE, "sock_create", false, "4.10"),
-    (BPF_CGROUP_SOCK_OPS, "sock_ops", false, "4.13"),
-    (BPF_CGROUP_DEVICE, "device", false, "4.15"),
-    (BPF_CGROUP_INET4_BIND, "bind4", true, "4.17"),
-    (BPF_CGROUP_INET6_BIND, "bind6", true, "4.17"),
-    (BPF_CGROUP_INET4_CONNECT, "connect4", true, "4.17"),
-    (BPF_CGROUP_INET6_CONNECT, "connect6", true, "4.17"),
-    (BPF_CGROUP_INET4_POST_BIND, "post_bind4", true, "4.17"),
-    (BPF_CGROUP_INET6_POST_BIND, "post_bind6", true, "4.17"),
-    (BPF_CGROUP_UDP4_SENDMSG, "sendmsg4", true, "4.18"),
-    (BPF_CGROUP_UDP6_SENDMSG, "sendmsg6", true, "4.18"),
-    (BPF_CGROUP_SYSCTL, "sysctl", false, "5.2"),
-    (BPF_CGROUP_UDP4_RECVMSG, "recvmsg4", true, "5.2"),
-    (BPF_CGROUP_UDP6_RECVMSG, "recvmsg6", true, "5.2"),
-    (BPF_CGROUP_GETSOCKOPT, "getsockopt", false, "5.3"),
-    (BPF_CGROUP_SETSOCKOPT, "setsockopt", false, "5.3"),
-    (BPF_CGROUP_INET4_GETPEERNAME, "getpeername4", true, "5.8"),
-    (BPF_CGROUP_INET6_GETPEERNAME, "getpeername6", true, "5.8"),
-    (BPF_CGROUP_INET4_GETSOCKNAME, "getsockname4", false, "5.8"),
-    (BPF_CGROUP_INET6_GETSOCKNAME, "getsockname6", false, "5.8"),
-    (BPF_CGROUP_INET_SOCK_RELEASE, "sock_release", true, "5.9"),
-    (BPF_LSM_CGROUP, "lsm_cgroup", false, "6.0"),
-    (BPF_CGROUP_UNIX_CONNECT, "connect_unix", false, "6.7"),
-    (BPF_CGROUP_UNIX_SENDMSG, "sendmsg_unix", false, "6.7"),
-    (BPF_CGROUP_UNIX_RECVMSG, "recvmsg_unix", false, "6.7"),
-    (BPF_CGROUP_UNIX_GETPEERNAME, "getpeername_unix", false, "6.7"),
-    (BPF_CGROUP_UNIX_GETSOCKNAME, "getsockname_unix", false, "6.7"),
+/// (kernel enum, short name, libbpf name, socket load-balancing hook, kernel
+/// that added it)
+const TABLE: [(bpf_attach_type, &str, &str, bool, &str); 29] = [
+    (BPF_CGROUP_INET_INGRESS, "ingress", "cgroup_inet_ingress", false, "4.10"),
+    (BPF_CGROUP_INET_EGRESS, "egress", "cgroup_inet_egress", false, "4.10"),
+    (BPF_CGROUP_INET_SOCK_CREATE, "sock_create", "cgroup_inet_sock_create", false, "4.10"),
+    (BPF_CGROUP_SOCK_OPS, "sock_ops", "cgroup_sock_ops", false, "4.13"),
+    (BPF_CGROUP_DEVICE, "device", "cgroup_device", false, "4.15"),
+    (BPF_CGROUP_INET4_BIND, "bind4", "cgroup_inet4_bind", true, "4.17"),
+    (BPF_CGROUP_INET6_BIND, "bind6", "cgroup_inet6_bind", true, "4.17"),
+    (BPF_CGROUP_INET4_CONNECT, "connect4", "cgroup_inet4_connect", true, "4.17"),
+    (BPF_CGROUP_INET6_CONNECT, "connect6", "cgroup_inet6_connect", true, "4.17"),
+    (BPF_CGROUP_INET4_POST_BIND, "post_bind4", "cgroup_inet4_post_bind", true, "4.17"),
+    (BPF_CGROUP_INET6_POST_BIND, "post_bind6", "cgroup_inet6_post_bind", true, "4.17"),
+    (BPF_CGROUP_UDP4_SENDMSG, "sendmsg4", "cgroup_udp4_sendmsg", true, "4.18"),
+    (BPF_CGROUP_UDP6_SENDMSG, "sendmsg6", "cgroup_udp6_sendmsg", true, "4.18"),
+    (BPF_CGROUP_SYSCTL, "sysctl", "cgroup_sysctl", false, "5.2"),
+    (BPF_CGROUP_UDP4_RECVMSG, "recvmsg4", "cgroup_udp4_recvmsg", true, "5.2"),
+    (BPF_CGROUP_UDP6_RECVMSG, "recvmsg6", "cgroup_udp6_recvmsg", true, "5.2"),
+    (BPF_CGROUP_GETSOCKOPT, "getsockopt", "cgroup_getsockopt", false, "5.3"),
+    (BPF_CGROUP_SETSOCKOPT, "setsockopt", "cgroup_setsockopt", false, "5.3"),
+    (BPF_CGROUP_INET4_GETPEERNAME, "getpeername4", "cgroup_inet4_getpeername", true, "5.8"),
+    (BPF_CGROUP_INET6_GETPEERNAME, "getpeername6", "cgroup_inet6_getpeername", true, "5.8"),
+    (BPF_CGROUP_INET4_GETSOCKNAME, "getsockname4", "cgroup_inet4_getsockname", false, "5.8"),
+    (BPF_CGROUP_INET6_GETSOCKNAME, "getsockname6", "cgroup_inet6_getsockname", false, "5.8"),
+    (BPF_CGROUP_INET_SOCK_RELEASE, "sock_release", "cgroup_inet_sock_release", true, "5.9"),
+    (BPF_LSM_CGROUP, "lsm_cgroup", "lsm_cgroup", false, "6.0"),
+    (BPF_CGROUP_UNIX_CONNECT, "connect_unix", "cgroup_unix_connect", false, "6.7"),
+    (BPF_CGROUP_UNIX_SENDMSG, "sendmsg_unix", "cgroup_unix_sendmsg", false, "6.7"),
+    (BPF_CGROUP_UNIX_RECVMSG, "recvmsg_unix", "cgroup_unix_recvmsg", false, "6.7"),
+    (BPF_CGROUP_UNIX_GETPEERNAME, "getpeername_unix", "cgroup_unix_getpeername", false, "6.7"),
+    (BPF_CGROUP_UNIX_GETSOCKNAME, "getsockname_unix", "cgroup_unix_getsockname", false, "6.7"),
 ];
 
 impl AttachType {
@@ -61,7 +62,7 @@ impl AttachType {
         TABLE.iter().find(|e| e.1 == name).map(|e| AttachType(e.0 as u32))
     }
 
-    fn entry(self) -> &'static (bpf_attach_type, &'static str, bool, &'static str) {
+    fn entry(self) -> &'static (bpf_attach_type, &'static str, &'static str, bool, &'static str) {
         // Constructed only from TABLE, so the entry exists.
         TABLE.iter().find(|e| e.0 as u32 == self.0).unwrap_or(&TABLE[0])
     }
@@ -78,12 +79,22 @@ impl AttachType {
     /// the root cgroup: connect, sendmsg, recvmsg, getpeername, post_bind,
     /// bind (4 and 6) and sock_release.
     pub fn is_socket_lb(self) -> bool {
+        self.entry().3
+    }
+
+    /// The name libbpf and bpftool >= 7 print (`cgroup_inet4_connect`).
+    pub fn libbpf_name(self) -> &'static str {
         self.entry().2
+    }
+
+    /// Accepts both the short and the libbpf name.
+    pub fn from_any_name(name: &str) -> Option<AttachType> {
+        TABLE.iter().find(|e| e.1 == name || e.2 == name).map(|e| AttachType(e.0 as u32))
     }
 
     /// The kernel release that introduced the hook, for "unsupported" messages.
     pub fn since(self) -> &'static str {
-        self.entry().3
+        self.entry().4
     }
 }
 
@@ -167,6 +178,8 @@ mod tests {
         assert!(AttachType::from_kernel(BPF_TCX_INGRESS as u32).is_none());
         assert_eq!(AttachType::from_kernel(10).map(AttachType::name), Some("connect4"));
         assert_eq!(AttachType::from_name("sock_release").map(AttachType::kernel_value), Some(34));
+        assert_eq!(AttachType::from_any_name("cgroup_udp6_recvmsg").map(AttachType::name), Some("recvmsg6"));
+        assert_eq!(AttachType::from_name("connect4").map(AttachType::libbpf_name), Some("cgroup_inet4_connect"));
     }
 
     #[test]

@@ -1,0 +1,123 @@
+//! Audits of the whole node (no --cgroup-root): the real root, compared with
+//! bpftool, and an auditor that itself runs in a private cgroup namespace.
+
+use std::collections::BTreeSet;
+use std::os::fd::AsFd;
+
+use integration_tests::*;
+use serde_json::Value;
+
+#[test]
+fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
+    if !can_run(&["bpftool"]) {
+        return;
+    }
+    let root = cgroup2_root();
+    let t = TestCgroup::new("node");
+    let ctr = t.mkdir("/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    // At the real root only as a bpf_link: it dies with this process even if
+    // the guard never runs, so nothing can be left on the node's root.
+    let connect = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&root, &connect);
+    let dev = Prog::load("", "device");
+    let _dev = Attached::new(&ctr, &dev, ALLOW_MULTI);
+
+    let run = agent(&["audit", "--output", "json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = run.json();
+    assert_eq!(report["root_kind"], "hierarchy");
+    assert_eq!(report["root_cgroup_id"], 1);
+    assert_eq!(report["cgroup_root"], root.to_str().unwrap());
+    let atts = report["attachments"].as_array().unwrap();
+    let at_root = atts.iter().find(|a| a["prog_id"] == connect.id).expect("root attachment listed");
+    assert_eq!(at_root["cgroup"], "/");
+    assert_eq!(at_root["link_id"], link.id);
+    let below = atts.iter().find(|a| a["prog_id"] == dev.id).expect("device program listed");
+    assert_eq!(below["owner"], "runtime");
+    assert_eq!(below["cgroup"], format!("/{}{}", t.path.file_name().unwrap().to_str().unwrap(), "/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13"));
+
+    // Same (cgroup, attach type, program) set as the reference tool.
+    let ours: BTreeSet<(String, String, u64)> = atts
+        .iter()
+        .map(|a| {
+            let rel = a["cgroup"].as_str().unwrap();
+            let full = if rel == "/" { root.display().to_string() } else { format!("{}{rel}", root.display()) };
+            (full, a["attach_type"].as_str().unwrap().to_owned(), a["prog_id"].as_u64().unwrap())
+        })
+        .collect();
+    let out = std::process::Command::new("bpftool").args(["-j", "cgroup", "tree"]).arg(&root).output().expect("bpftool");
+    assert!(out.status.success(), "bpftool: {}", String::from_utf8_lossy(&out.stderr));
+    let tree: Value = serde_json::from_slice(&out.stdout).expect("bpftool json");
+    let theirs: BTreeSet<(String, String, u64)> = tree
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|cg| {
+            let path = cg["cgroup"].as_str().unwrap().to_owned();
+            cg["programs"].as_array().unwrap().iter().map(move |p| {
+                // bpftool 7 prints libbpf's names: cgroup_inet4_connect.
+                let t = agent::bpf::AttachType::from_any_name(p["attach_type"].as_str().unwrap()).expect("a cgroup attach type");
+                (path.clone(), t.name().to_owned(), p["id"].as_u64().unwrap())
+            })
+        })
+        .collect();
+    assert_eq!(ours, theirs);
+    drop(link);
+}
+
+/// Runs `agent audit` inside `sandbox`, from a process that joined `cgroup`,
+/// unshared its cgroup and mount namespaces and mounted cgroup2 over the
+/// hierarchy's mount point (after unmounting the host's, as a container only
+/// has its own): its own view is rooted at `cgroup`.
+fn namespaced_audit(sandbox: &Sandbox, cgroup: &std::path::Path, setpriv: &str) -> Run {
+    let script = format!(
+        r#"echo $$ > "{cg}/cgroup.procs" && exec {setpriv} unshare --cgroup --mount --propagation private sh -c 'umount -l "{mp}" && mount -t cgroup2 none "{mp}" && exec "{agent}" audit --output json'"#,
+        cg = cgroup.display(),
+        mp = cgroup2_root().display(),
+        agent = agent_bin().display(),
+    );
+    run(sandbox.command(std::path::Path::new("/bin/sh"), &["-c", &script]))
+}
+
+#[test]
+fn namespaced_auditor_that_cannot_reach_pid1_says_its_view_is_incomplete() {
+    if !can_run(&["unshare", "nsenter", "setpriv"]) {
+        return;
+    }
+    let t = TestCgroup::new("nsview");
+    let me = t.mkdir("/auditor");
+    // PID 1 runs as another user and the auditor lacks CAP_SYS_PTRACE: its
+    // /proc/1/root is closed, as on a node where hostPID is not granted.
+    let sb = Sandbox::with_init("", "setpriv --reuid=65534 --regid=65534 --clear-groups sleep infinity");
+    let run = namespaced_audit(&sb, &me, "setpriv --bounding-set=-sys_ptrace --inh-caps=-sys_ptrace");
+    assert_eq!(run.code, 2, "never clean from a namespaced root: {run:?}");
+    let report = run.json();
+    assert_eq!(report["status"], "incomplete");
+    assert_eq!(report["root_kind"], "namespaced");
+    assert_eq!(report["root_cgroup_id"], cgroup_id(&me));
+    assert!(run.stderr.contains("INCOMPLETE"), "{}", run.stderr);
+    assert!(run.stderr.contains("private cgroup namespace"), "{}", run.stderr);
+}
+
+#[test]
+fn namespaced_auditor_with_host_pid_reaches_the_real_root_through_pid1() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("nsreach");
+    let me = t.mkdir("/auditor");
+    let victim = t.mkdir("/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    let p = Prog::load("cil_sock4_connect", "connect4");
+    let _a = Attached::new(&victim, &p, ALLOW_MULTI);
+    let sb = Sandbox::new("");
+    let run = namespaced_audit(&sb, &me, "");
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    assert_eq!(report["root_kind"], "hierarchy");
+    assert_eq!(report["root_cgroup_id"], 1);
+    assert!(report["root_note"].as_str().unwrap().contains("PID 1's mount namespace"));
+    let f = report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
+    assert_eq!(f["prog_id"], p.id);
+    assert_eq!(f["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    let _ = p.fd.as_fd();
+}
