@@ -51,11 +51,10 @@ fn is_pod_uid(s: &str) -> bool {
 fn container_segment(seg: &str) -> Option<(Option<&'static str>, String)> {
     let base = seg.strip_suffix(".scope").unwrap_or(seg);
     for (prefix, runtime) in [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"), ("libpod-", "podman")] {
-        if let Some(id) = base.strip_prefix(prefix) {
-            if is_container_id(id) {
+        if let Some(id) = base.strip_prefix(prefix)
+            && is_container_id(id) {
                 return Some((Some(runtime), id.to_owned()));
             }
-        }
     }
     // cgroupfs driver with containerd or docker: the bare id, runtime unknown.
     (seg == base && is_container_id(base)).then(|| (None, base.to_owned()))

@@ -1,7 +1,7 @@
 //! The scan: everything the audit reads from the kernel and procfs, gathered
 //! into one `Snapshot`. Nothing here changes host state.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -40,6 +40,8 @@ pub enum AuditError {
     MissingCapability { cap: &'static str, why: &'static str },
     #[error(transparent)]
     Root(#[from] RootError),
+    #[error("--cgroup-root {0}")]
+    CgroupRoot(#[source] RootError),
     #[error("{path}: {source}{hint}")]
     Bpf {
         path: String,
@@ -184,7 +186,7 @@ fn pid1_cgroup_mounts(proc: &Path, audit_root: &AuditRoot, errors: &mut Vec<Scan
 pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     check_capabilities()?;
     let (audit_root, root_fd) = match &opts.cgroup_root {
-        Some(dir) => root::given(dir)?,
+        Some(dir) => root::given(dir).map_err(AuditError::CgroupRoot)?,
         None => root::discover(&opts.proc)?,
     };
     let root_path = audit_root.path.display().to_string();
@@ -257,8 +259,15 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     // Programs and links are read after the walk: anything the walk saw
     // attached was loaded before it, so it is in the table unless unloaded.
-    let mut btf_cache = HashMap::new();
-    let programs = programs::loaded_programs(&mut btf_cache).map_err(|e| bpf_error("programs", e))?;
+    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+    // Full names only where the audit shows them: attached programs, and
+    // socket programs (the CNI candidates that rules classify by name).
+    let named: BTreeSet<u32> = attachments
+        .iter()
+        .map(|a| a.prog_id)
+        .chain(programs.values().filter(|p| matches!(p.prog_type, "cgroup_sock_addr" | "cgroup_sock")).map(|p| p.id))
+        .collect();
+    programs::resolve_full_names(&mut programs, named);
     let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let by_target: HashMap<(u64, u32, u32), u32> =
         cgroup_links.iter().map(|l| ((l.cgroup_id, l.attach_type, l.prog_id), l.link_id)).collect();

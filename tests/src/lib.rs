@@ -219,11 +219,10 @@ impl Attached {
 impl Drop for Attached {
     fn drop(&mut self) {
         // ENOENT: the cgroup is already gone, and its programs with it.
-        if let Err(e) = sys::prog_detach(self.cgroup.as_fd(), self.prog.as_fd(), self.hook.kernel_value()) {
-            if e.errno() != Some(libc::ENOENT) {
+        if let Err(e) = sys::prog_detach(self.cgroup.as_fd(), self.prog.as_fd(), self.hook.kernel_value())
+            && e.errno() != Some(libc::ENOENT) {
                 eprintln!("WARNING: detach prog {}: {e}", self.prog_id);
             }
-        }
     }
 }
 

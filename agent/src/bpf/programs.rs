@@ -22,7 +22,12 @@ pub struct Program {
     pub prog_type: &'static str,
     /// The kernel's tag (hash of the instructions), as bpftool prints it.
     pub tag: String,
+    /// The BTF object holding the full name, while `name` may be the
+    /// kernel's truncation: 15 bytes (BPF_OBJ_NAME_LEN - 1) with func info.
+    #[serde(skip)]
+    btf: Option<u32>,
 }
+
 
 /// bpftool's short names for the program types found on cgroups.
 pub fn prog_type_name(t: u32) -> &'static str {
@@ -52,50 +57,60 @@ pub fn prog_type_name(t: u32) -> &'static str {
     NAMES.iter().find(|(v, _)| *v == t).map_or("unknown", |(_, n)| n)
 }
 
-/// Reads one program's info by id. `Ok(None)`: it was unloaded meanwhile.
-///
-/// `btf_cache` holds BTF blobs by id: Cilium's socket-LB programs share one
-/// object, so it is fetched once per audit.
-pub fn program_by_id(id: u32, btf_cache: &mut HashMap<u32, Vec<u8>>) -> Result<Option<Program>, SyscallError> {
+/// Reads one program's kernel info by id. `Ok(None)`: it was unloaded
+/// meanwhile. The name is the kernel's; see `resolve_full_names`.
+pub fn program_by_id(id: u32) -> Result<Option<Program>, SyscallError> {
     let fd = match sys::prog_fd_by_id(id) {
         Ok(fd) => fd,
         Err(e) if e.errno() == Some(libc::ENOENT) => return Ok(None),
         Err(e) => return Err(e),
     };
     let info = sys::prog_info(fd.as_fd())?;
-    let mut name = info.name.clone();
-    // BPF_OBJ_NAME_LEN is 16 with the NUL: a 15-byte name may be truncated.
-    if info.name.len() == 15 && info.btf_id != 0 && info.nr_func_info > 0 {
-        if let Some(full) = full_name(&fd, info.btf_id, btf_cache) {
-            if full.starts_with(&info.name) {
-                name = full;
-            }
-        }
-    }
+    let truncatable = info.name.len() == 15 && info.btf_id != 0 && info.nr_func_info > 0;
     Ok(Some(Program {
         id,
-        name,
+        name: info.name,
         prog_type: prog_type_name(info.prog_type),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
+        btf: truncatable.then_some(info.btf_id),
     }))
+}
+
+/// Replaces kernel-truncated names with the entry function's BTF name, for
+/// the programs in `ids` only: a CNI node has hundreds of programs, each
+/// with its own BTF object, and the audit names few of them.
+///
+/// BTF blobs are fetched once per object: Cilium's socket-LB programs share
+/// one. A program unloaded meanwhile keeps its kernel name.
+pub fn resolve_full_names(programs: &mut BTreeMap<u32, Program>, ids: impl IntoIterator<Item = u32>) {
+    let mut cache: HashMap<u32, Vec<u8>> = HashMap::new();
+    for id in ids {
+        let Some(p) = programs.get_mut(&id) else { continue };
+        let Some(btf_id) = p.btf.take() else { continue };
+        let Ok(fd) = sys::prog_fd_by_id(id) else { continue };
+        if let Some(full) = full_name(&fd, btf_id, &mut cache).filter(|full| full.starts_with(&p.name)) {
+            p.name = full;
+        }
+    }
 }
 
 fn full_name(fd: &impl AsFd, btf_id: u32, cache: &mut HashMap<u32, Vec<u8>>) -> Option<String> {
     let type_id = sys::prog_main_func_type_id(fd.as_fd()).ok()??;
-    if !cache.contains_key(&btf_id) {
+    if let std::collections::hash_map::Entry::Vacant(e) = cache.entry(btf_id) {
         let btf_fd = sys::btf_fd_by_id(btf_id).ok()?;
-        cache.insert(btf_id, sys::btf_data(btf_fd.as_fd()).ok()?);
+        e.insert(sys::btf_data(btf_fd.as_fd()).ok()?);
     }
     btf::type_name(cache.get(&btf_id)?, type_id)
 }
 
-/// Every loaded program, by id. Programs that disappear mid-walk are skipped.
-pub fn loaded_programs(btf_cache: &mut HashMap<u32, Vec<u8>>) -> Result<BTreeMap<u32, Program>, SyscallError> {
+/// Every loaded program, by id, with kernel names. Programs that disappear
+/// mid-walk are skipped.
+pub fn loaded_programs() -> Result<BTreeMap<u32, Program>, SyscallError> {
     let mut out = BTreeMap::new();
     let mut id = 0;
     while let Some(next) = sys::prog_next_id(id)? {
         id = next;
-        if let Some(p) = program_by_id(id, btf_cache)? {
+        if let Some(p) = program_by_id(id)? {
             out.insert(id, p);
         }
     }

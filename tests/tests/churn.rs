@@ -1,0 +1,63 @@
+//! Cgroups created and removed while audits run (containers starting and
+//! stopping): no aborted audit, no false finding, vanished cgroups counted.
+//! `bpftool cgroup tree` aborts its whole walk on such a race.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use integration_tests::*;
+
+#[test]
+fn audits_survive_cgroup_churn_and_count_what_vanished() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("churn");
+    // A healthy node: socket LB at the (test) root, a device program on a
+    // stable container, so a misread would show up as a finding.
+    let progs = load_cilium_socket_lb();
+    let _at_root: Vec<Attached> = progs.iter().map(|p| Attached::new(&t.path, p, ALLOW_MULTI)).collect();
+    let stable = t.mkdir("/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    let dev = Prog::load("", "device");
+    let _dev = Attached::new(&stable, &dev, ALLOW_MULTI);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn_root = t.mkdir("/kubepods/burstable");
+    let churner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // A pod with containers appears and disappears.
+                let pod = churn_root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
+                let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
+                for d in &dirs {
+                    let _ = std::fs::create_dir_all(d);
+                }
+                for d in &dirs {
+                    let _ = std::fs::remove_dir(d);
+                }
+                let _ = std::fs::remove_dir(&pod);
+                n += 1;
+            }
+            n
+        })
+    };
+
+    let mut vanished = 0;
+    let mut audits = 0;
+    while audits < 200 && (audits < 20 || vanished == 0) {
+        let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "audit {audits} under churn: {run:?}");
+        let report = run.json();
+        assert!(report["findings"].as_array().unwrap().is_empty(), "false finding under churn: {report:#}");
+        assert_eq!(report["attachments"].as_array().unwrap().len(), 11, "{report:#}");
+        assert!(report["errors"].as_array().unwrap().is_empty(), "vanishing is not an error: {report:#}");
+        vanished += report["cgroups_vanished"].as_u64().unwrap();
+        audits += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let cycles = churner.join().unwrap();
+    eprintln!("{audits} audits during {cycles} pod create/remove cycles; {vanished} cgroups vanished mid-walk");
+    assert!(vanished > 0, "{audits} audits never raced a removal; the churn is too weak to test anything");
+}
