@@ -138,7 +138,7 @@ fn prog_name(snap: &Snapshot, id: u32) -> String {
 }
 
 const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
-Remount cgroup2 at the CNI's path from PID 1's namespaces (`agent remount`, or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt mount -t cgroup2 none /run/cilium/cgroupv2`), \
+Remount cgroup2 at the CNI's path from PID 1's namespaces (`nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt mount -t cgroup2 none /run/cilium/cgroupv2`), \
 keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
 
 fn where_(a: &Attribution, cgroup: &str) -> String {
@@ -276,7 +276,7 @@ fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
             }
         );
         let remediation = format!(
-            "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply`, or \
+            "Replace the mount with one made from PID 1's cgroup and mount namespaces: \
              `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`; \
              on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`.",
             mp = m.mount_point.display()
@@ -369,4 +369,227 @@ pub fn complete(snap: &Snapshot) -> bool {
 /// Attachments with their owners, for reports.
 pub fn owned<'a>(snap: &'a Snapshot, policy: &'a Policy) -> impl Iterator<Item = (&'a Attachment, Owner)> + 'a {
     snap.attachments.iter().map(move |a| (a, owner_of(snap, a.prog_id, Some(a.attach_type), policy)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::bpf::AttachFlags;
+    use crate::bpf::programs::Program;
+    use crate::bpf::sys::CgroupLinkInfo;
+    use crate::cgroup::AuditRoot;
+    use crate::snapshot::{CgroupMount, CniProcess, PodCgroup, Snapshot};
+
+    const POD: &str = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
+    const CTR: &str = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice/cri-containerd-fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910.scope";
+    const CTR_ID: u64 = 4242;
+
+    fn at(n: &str) -> AttachType {
+        AttachType::from_name(n).unwrap()
+    }
+
+    /// A node with nothing on it; builders below add to it.
+    fn node() -> Snapshot {
+        Snapshot {
+            node: "n1".into(),
+            kernel: "6.18".into(),
+            root: AuditRoot { path: PathBuf::from("/sys/fs/cgroup"), cgroup_id: 1, kind: RootKind::Hierarchy, note: None },
+            cgroups_scanned: 3,
+            cgroups_vanished: 0,
+            unsupported_attach_types: Vec::new(),
+            attachments: Vec::new(),
+            programs: BTreeMap::new(),
+            cgroup_links: Vec::new(),
+            pods: Vec::new(),
+            mounts: Vec::new(),
+            cni_processes: Vec::new(),
+            reference_cgroupns: Some(100),
+            reference_ns_is_pid1: true,
+            processes: BTreeMap::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn prog(s: &mut Snapshot, id: u32, name: &str, prog_type: &'static str) {
+        s.programs.insert(id, Program::new(id, name, prog_type));
+    }
+
+    fn attach(s: &mut Snapshot, cgroup: &str, cgroup_id: u64, hook: &str, prog_id: u32) {
+        s.attachments.push(Attachment {
+            cgroup: cgroup.into(),
+            cgroup_id,
+            attach_type: at(hook),
+            attach_flags: AttachFlags::Multi,
+            prog_id,
+            link_id: None,
+        });
+    }
+
+    /// Cilium's connect4/connect6 programs attached to `cgroup`.
+    fn cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
+        prog(s, 10, "cil_sock4_connect", "cgroup_sock_addr");
+        prog(s, 11, "cil_sock6_connect", "cgroup_sock_addr");
+        attach(s, cgroup, cgroup_id, "connect4", 10);
+        attach(s, cgroup, cgroup_id, "connect6", 11);
+    }
+
+    fn kinds(f: &[Finding]) -> Vec<&'static str> {
+        f.iter().map(|f| f.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn socket_lb_at_the_root_is_clean() {
+        let mut s = node();
+        cilium_connect(&mut s, "/", 1);
+        s.pods.push(PodCgroup { cgroup: POD.into(), pod_uid: "f8371831-8021-4722-af27-93c925d25a14".into(), effective_connect: vec![10, 11] });
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn seed_yields_one_critical_finding_per_program_attributed_to_the_container() {
+        let mut s = node();
+        cilium_connect(&mut s, CTR, CTR_ID);
+        s.processes.insert(CTR.into(), vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }]);
+        let f = evaluate(&s, &Policy::default());
+        let below: Vec<&Finding> = f.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot).collect();
+        assert_eq!(below.len(), 2);
+        for b in below {
+            assert_eq!(b.severity, Severity::Critical);
+            assert_eq!(b.pod_uid.as_deref(), Some("f8371831-8021-4722-af27-93c925d25a14"));
+            assert_eq!(b.container_id.as_deref().map(str::len), Some(64));
+            assert_eq!(b.runtime, Some("containerd"));
+            assert_eq!(b.owner, Some(Owner::Cilium));
+            assert_eq!(b.processes[0].comm, "cilium-agent");
+            assert!(b.message.contains("not on the root cgroup"));
+        }
+        // ...and the root lacks both hooks.
+        assert_eq!(f.iter().filter(|f| f.kind == Kind::SocketLbMissingAtRoot).count(), 2);
+    }
+
+    #[test]
+    fn benign_owners_below_root_are_never_flagged() {
+        let mut s = node();
+        prog(&mut s, 20, "sd_bind4", "cgroup_sock_addr");
+        prog(&mut s, 21, "", "cgroup_device");
+        prog(&mut s, 22, "cgroup_connect4_prog", "cgroup_sock_addr");
+        attach(&mut s, "/system.slice/x.service", 5, "bind4", 20);
+        attach(&mut s, CTR, CTR_ID, "device", 21);
+        attach(&mut s, CTR, CTR_ID, "connect4", 22);
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn allowlist_silences_an_unknown_owner() {
+        let mut s = node();
+        prog(&mut s, 30, "my_lb_connect4", "cgroup_sock_addr");
+        attach(&mut s, CTR, CTR_ID, "connect4", 30);
+        assert_eq!(kinds(&evaluate(&s, &Policy::default())), ["socket_lb_below_root"]);
+        assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()] }).is_empty());
+    }
+
+    #[test]
+    fn loaded_but_unattached_cni_program_is_missing_at_root() {
+        let mut s = node();
+        prog(&mut s, 40, "cil_sock4_sendm", "cgroup_sock_addr");
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["socket_lb_missing_at_root"]);
+        assert_eq!(f[0].attach_type, Some(at("sendmsg4")));
+    }
+
+    #[test]
+    fn unsupported_hook_is_not_reported_missing() {
+        let mut s = node();
+        prog(&mut s, 41, "cil_sock_release", "cgroup_sock");
+        s.unsupported_attach_types.push(at("sock_release"));
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn pods_without_effective_connect_are_counted() {
+        let mut s = node();
+        cilium_connect(&mut s, "/", 1);
+        for (i, eff) in [vec![10, 11], vec![], vec![99]].into_iter().enumerate() {
+            s.pods.push(PodCgroup { cgroup: format!("/kubepods/pod{i}"), pod_uid: format!("uid-{i}"), effective_connect: eff });
+        }
+        prog(&mut s, 99, "other", "cgroup_sock_addr");
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["pods_without_socket_lb"]);
+        assert_eq!(f[0].count, Some(2));
+        assert!(f[0].message.contains("uid-1") && f[0].message.contains("uid-2"));
+    }
+
+    #[test]
+    fn cni_mount_below_root_is_critical_and_outside_the_tree_is_ignored() {
+        let mut s = node();
+        let mount = |mp: &str, id: u64, cgroup: Option<&str>| CgroupMount {
+            mount_point: mp.into(),
+            mountinfo_root: "/".into(),
+            top: MountTop::Known { cgroup_id: id, cgroup: cgroup.map(str::to_owned) },
+        };
+        s.mounts = vec![
+            mount("/sys/fs/cgroup", 1, Some("/")),
+            mount("/run/cilium/cgroupv2", CTR_ID, Some(CTR)),
+            mount("/mnt/elsewhere", 77, Some("/system.slice")),
+            mount("/run/calico/cgroup", 999, None),
+        ];
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["cgroup_mount_not_root", "cgroup_mount_not_root"]);
+        assert_eq!((f[0].severity, f[0].cgroup.as_deref(), f[0].owner), (Severity::Critical, Some(CTR), Some(Owner::Cilium)));
+        assert_eq!((f[1].severity, f[1].cgroup.as_deref()), (Severity::Warning, Some("/system.slice")));
+    }
+
+    #[test]
+    fn defunct_link_is_reported_only_for_cni_programs() {
+        let mut s = node();
+        prog(&mut s, 50, "cil_sock4_connect", "cgroup_sock_addr");
+        prog(&mut s, 51, "sd_fw_ingress", "cgroup_skb");
+        attach(&mut s, "/", 1, "connect4", 50);
+        s.cgroup_links = vec![
+            CgroupLinkInfo { link_id: 5, prog_id: 50, cgroup_id: 0, attach_type: at("connect4").kernel_value() },
+            CgroupLinkInfo { link_id: 6, prog_id: 51, cgroup_id: 0, attach_type: at("ingress").kernel_value() },
+        ];
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["defunct_link"]);
+        assert_eq!((f[0].link_id, f[0].severity), (Some(5), Severity::Warning));
+    }
+
+    #[test]
+    fn cni_agent_in_private_cgroupns_is_named_only_as_a_cause() {
+        let mut s = node();
+        let agent = CniProcess { pid: 7, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/x".into() };
+        s.cni_processes.push(agent);
+        cilium_connect(&mut s, "/", 1);
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "normal when socket LB is at the root");
+
+        let mut s = node();
+        s.cni_processes.push(CniProcess { pid: 7, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/abs/path".into() });
+        cilium_connect(&mut s, CTR, CTR_ID);
+        s.processes.insert(CTR.into(), vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }]);
+        let f = evaluate(&s, &Policy::default());
+        let cause = f.iter().find(|f| f.kind == Kind::CniAgentPrivateCgroupns).expect("named as the cause");
+        assert_eq!(cause.cgroup.as_deref(), Some(CTR), "the walk's path, not /proc's");
+        assert!(cause.message.contains("PID 1's"));
+
+        // Same namespace as PID 1: not a cause.
+        s.cni_processes[0].cgroupns = 100;
+        assert!(evaluate(&s, &Policy::default()).iter().all(|f| f.kind != Kind::CniAgentPrivateCgroupns));
+    }
+
+    #[test]
+    fn namespaced_view_is_incomplete_never_ok() {
+        let mut s = node();
+        s.root.kind = RootKind::Namespaced;
+        let r = crate::report::Report::new(&s, &Policy::default());
+        assert_eq!((r.status, r.exit_code()), (crate::report::Status::Incomplete, 2));
+        cilium_connect(&mut s, CTR, CTR_ID);
+        let r = crate::report::Report::new(&s, &Policy::default());
+        assert_eq!(r.exit_code(), 1, "a problem seen through a partial view is still a problem");
+        s.root.kind = RootKind::Hierarchy;
+        s.attachments.clear();
+        s.programs.clear();
+        assert_eq!(crate::report::Report::new(&s, &Policy::default()).exit_code(), 0);
+    }
 }

@@ -29,6 +29,13 @@ pub struct Program {
 }
 
 
+impl Program {
+    /// A program known only by what rules look at (for fixtures and tests).
+    pub fn new(id: u32, name: &str, prog_type: &'static str) -> Program {
+        Program { id, name: name.to_owned(), prog_type, tag: String::new(), btf: None }
+    }
+}
+
 /// bpftool's short names for the program types found on cgroups.
 pub fn prog_type_name(t: u32) -> &'static str {
     use aya_obj::generated::bpf_prog_type::*;
