@@ -50,11 +50,14 @@ fn is_pod_uid(s: &str) -> bool {
 /// `cri-containerd-<id>.scope` -> (containerd, id); `crio-<id>`; `docker-<id>`.
 fn container_segment(seg: &str) -> Option<(Option<&'static str>, String)> {
     let base = seg.strip_suffix(".scope").unwrap_or(seg);
-    for (prefix, runtime) in [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"), ("libpod-", "podman")] {
+    for (prefix, runtime) in
+        [("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"), ("libpod-", "podman")]
+    {
         if let Some(id) = base.strip_prefix(prefix)
-            && is_container_id(id) {
-                return Some((Some(runtime), id.to_owned()));
-            }
+            && is_container_id(id)
+        {
+            return Some((Some(runtime), id.to_owned()));
+        }
     }
     // cgroupfs driver with containerd or docker: the bare id, runtime unknown.
     (seg == base && is_container_id(base)).then(|| (None, base.to_owned()))
@@ -167,7 +170,8 @@ mod tests {
 
     #[test]
     fn besteffort_pod_level_cgroup_has_no_container() {
-        let p = format!("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice", UID.replace('-', "_"));
+        let p =
+            format!("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice", UID.replace('-', "_"));
         let a = attribute(&p);
         assert_eq!(a.qos, Some("besteffort"));
         assert!(a.is_pod_level());
@@ -209,7 +213,10 @@ mod tests {
     #[test]
     fn podman_container_in_a_cgroupfs_pod_is_attributed() {
         let a = attribute(&format!("/kubepods/burstable/pod{UID}/libpod-{CID}"));
-        assert_eq!((a.pod_uid.as_deref(), a.container_id.as_deref(), a.runtime), (Some(UID), Some(CID), Some("podman")));
+        assert_eq!(
+            (a.pod_uid.as_deref(), a.container_id.as_deref(), a.runtime),
+            (Some(UID), Some(CID), Some("podman"))
+        );
         // conmon sits beside the container in podman's layout: in the pod,
         // but not the pod's own cgroup.
         let conmon = attribute(&format!("/kubepods/burstable/pod{UID}/conmon"));
@@ -220,8 +227,15 @@ mod tests {
 
     #[test]
     fn non_pod_paths_are_not_attributed() {
-        for p in ["/", "/system.slice/containerd.service", "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice",
-                  "/kubepods/burstable/notapod", "/libpod_parent/libpod-abc", "/kubepods/pod1234"] {
+        for p in [
+            "/",
+            "/system.slice/containerd.service",
+            "/kubepods.slice",
+            "/kubepods.slice/kubepods-burstable.slice",
+            "/kubepods/burstable/notapod",
+            "/libpod_parent/libpod-abc",
+            "/kubepods/pod1234",
+        ] {
             assert_eq!(attribute(p), Attribution::default(), "{p}");
         }
     }

@@ -24,7 +24,11 @@ fn check_proc(proc: &Path) -> anyhow::Result<()> {
 /// Runs one audit; returns the report, or why it could not run.
 pub fn run(args: &AuditArgs) -> anyhow::Result<Report> {
     check_proc(&args.proc)?;
-    let opts = ScanOptions { proc: args.proc.clone(), cgroup_root: args.cgroup_root.clone(), node_name: args.node_name.clone() };
+    let opts = ScanOptions {
+        proc: args.proc.clone(),
+        cgroup_root: args.cgroup_root.clone(),
+        node_name: args.node_name.clone(),
+    };
     let snap = scan::scan(&opts)?;
     Ok(Report::new(&snap, &Policy { allow: args.allow.clone() }))
 }

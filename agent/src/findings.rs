@@ -53,12 +53,20 @@ impl Kind {
     /// What findings of this kind mean, for a group of them.
     pub fn explanation(self) -> &'static str {
         match self {
-            Kind::SocketLbBelowRoot => "these socket-LB programs are attached to this cgroup, not the root: only sockets of processes in it are load-balanced, every other pod on the node bypasses them and its connections to Service IPs are not translated.",
-            Kind::SocketLbMissingAtRoot => "the CNI's socket-LB programs for these hooks are loaded or attached on the node, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled.",
+            Kind::SocketLbBelowRoot => {
+                "these socket-LB programs are attached to this cgroup, not the root: only sockets of processes in it are load-balanced, every other pod on the node bypasses them and its connections to Service IPs are not translated."
+            }
+            Kind::SocketLbMissingAtRoot => {
+                "the CNI's socket-LB programs for these hooks are loaded or attached on the node, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled."
+            }
             Kind::PodsWithoutSocketLb => "these pods have no CNI connect program in effect on their cgroup.",
-            Kind::CgroupMountNotRoot => "these cgroup2 mounts are rooted below the hierarchy root: they were made from inside a private cgroup namespace.",
+            Kind::CgroupMountNotRoot => {
+                "these cgroup2 mounts are rooted below the hierarchy root: they were made from inside a private cgroup namespace."
+            }
             Kind::DefunctLink => "these bpf_links point at cgroups that no longer exist: their programs run nowhere.",
-            Kind::CniAgentPrivateCgroupns => "these CNI agents run in a cgroup namespace other than PID 1's: a cgroup2 mount they make is rooted at their own cgroup.",
+            Kind::CniAgentPrivateCgroupns => {
+                "these CNI agents run in a cgroup namespace other than PID 1's: a cgroup2 mount they make is rooted at their own cgroup."
+            }
         }
     }
 }
@@ -134,7 +142,10 @@ pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, 
 }
 
 fn prog_name(snap: &Snapshot, id: u32) -> String {
-    snap.programs.get(&id).map_or_else(|| format!("prog {id} (unloaded)"), |p| if p.name.is_empty() { format!("prog {id}") } else { p.name.clone() })
+    snap.programs.get(&id).map_or_else(
+        || format!("prog {id} (unloaded)"),
+        |p| if p.name.is_empty() { format!("prog {id}") } else { p.name.clone() },
+    )
 }
 
 const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
@@ -171,9 +182,13 @@ fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
         let remediation = if owner.is_cni() {
             REMOUNT_FIX.to_owned()
         } else {
-            format!("Find what loaded prog {} (`bpftool prog show id {}`); if it is legitimate, allow it with `--allow <name prefix>`.", a.prog_id, a.prog_id)
+            format!(
+                "Find what loaded prog {} (`bpftool prog show id {}`); if it is legitimate, allow it with `--allow <name prefix>`.",
+                a.prog_id, a.prog_id
+            )
         };
-        let mut f = Finding::new(Kind::SocketLbBelowRoot, Severity::Critical, message, remediation).at_cgroup(&a.cgroup, snap);
+        let mut f =
+            Finding::new(Kind::SocketLbBelowRoot, Severity::Critical, message, remediation).at_cgroup(&a.cgroup, snap);
         f.attach_type = Some(a.attach_type);
         f.prog_id = Some(a.prog_id);
         f.prog_name = Some(name);
@@ -205,11 +220,18 @@ fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<Attac
     hooks
 }
 
-fn missing_at_root(snap: &Snapshot, policy: &Policy, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+fn missing_at_root(
+    snap: &Snapshot,
+    policy: &Policy,
+    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
+    out: &mut Vec<Finding>,
+) {
     for (owner, types) in hooks {
         for &t in types {
             let at_root = snap.attachments.iter().any(|a| {
-                a.cgroup_id == snap.root.cgroup_id && a.attach_type == t && owner_of(snap, a.prog_id, Some(t), policy) == *owner
+                a.cgroup_id == snap.root.cgroup_id
+                    && a.attach_type == t
+                    && owner_of(snap, a.prog_id, Some(t), policy) == *owner
             });
             if at_root || snap.unsupported_attach_types.contains(&t) {
                 continue;
@@ -228,7 +250,12 @@ fn missing_at_root(snap: &Snapshot, policy: &Policy, hooks: &BTreeMap<Owner, BTr
     }
 }
 
-fn pods_without(snap: &Snapshot, policy: &Policy, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+fn pods_without(
+    snap: &Snapshot,
+    policy: &Policy,
+    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
+    out: &mut Vec<Finding>,
+) {
     let connect: Vec<AttachType> = ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).collect();
     for (owner, types) in hooks {
         if !types.iter().any(|t| connect.contains(t)) {
@@ -271,7 +298,9 @@ fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
              it was mounted from inside a private cgroup namespace. {consequence}",
             mp = m.mount_point.display(),
             consequence = match cni {
-                Some(c) => format!("{c} attaches its socket-LB programs to the top of this mount, so they land on that cgroup instead of the root."),
+                Some(c) => format!(
+                    "{c} attaches its socket-LB programs to the top of this mount, so they land on that cgroup instead of the root."
+                ),
                 None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
             }
         );
@@ -336,7 +365,8 @@ fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
             .iter()
             .find(|(_, procs)| procs.iter().any(|q| q.pid == p.pid))
             .map_or(p.cgroup.as_str(), |(c, _)| c.as_str());
-        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned()).at_cgroup(cgroup, snap);
+        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned())
+            .at_cgroup(cgroup, snap);
         f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
         f.owner = Some(if p.comm.starts_with("cilium") { Owner::Cilium } else { Owner::Calico });
         out.push(f);
@@ -357,7 +387,15 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     if out.iter().any(|f| f.severity == Severity::Critical) {
         cni_agents(snap, &mut out);
     }
-    out.sort_by(|a, b| (a.severity, a.kind, &a.cgroup, a.attach_type, a.prog_id).cmp(&(b.severity, b.kind, &b.cgroup, b.attach_type, b.prog_id)));
+    out.sort_by(|a, b| {
+        (a.severity, a.kind, &a.cgroup, a.attach_type, a.prog_id).cmp(&(
+            b.severity,
+            b.kind,
+            &b.cgroup,
+            b.attach_type,
+            b.prog_id,
+        ))
+    });
     out
 }
 
@@ -383,7 +421,8 @@ mod tests {
     use crate::cgroup::AuditRoot;
     use crate::snapshot::{CgroupMount, CniProcess, PodCgroup, Snapshot};
 
-    const POD: &str = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
+    const POD: &str =
+        "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
     const CTR: &str = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice/cri-containerd-fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910.scope";
     const CTR_ID: u64 = 4242;
 
@@ -396,7 +435,12 @@ mod tests {
         Snapshot {
             node: "n1".into(),
             kernel: "6.18".into(),
-            root: AuditRoot { path: PathBuf::from("/sys/fs/cgroup"), cgroup_id: 1, kind: RootKind::Hierarchy, note: None },
+            root: AuditRoot {
+                path: PathBuf::from("/sys/fs/cgroup"),
+                cgroup_id: 1,
+                kind: RootKind::Hierarchy,
+                note: None,
+            },
             cgroups_scanned: 3,
             cgroups_vanished: 0,
             unsupported_attach_types: Vec::new(),
@@ -444,7 +488,11 @@ mod tests {
     fn socket_lb_at_the_root_is_clean() {
         let mut s = node();
         cilium_connect(&mut s, "/", 1);
-        s.pods.push(PodCgroup { cgroup: POD.into(), pod_uid: "f8371831-8021-4722-af27-93c925d25a14".into(), effective_connect: vec![10, 11] });
+        s.pods.push(PodCgroup {
+            cgroup: POD.into(),
+            pod_uid: "f8371831-8021-4722-af27-93c925d25a14".into(),
+            effective_connect: vec![10, 11],
+        });
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }
 
@@ -512,7 +560,11 @@ mod tests {
         let mut s = node();
         cilium_connect(&mut s, "/", 1);
         for (i, eff) in [vec![10, 11], vec![], vec![99]].into_iter().enumerate() {
-            s.pods.push(PodCgroup { cgroup: format!("/kubepods/pod{i}"), pod_uid: format!("uid-{i}"), effective_connect: eff });
+            s.pods.push(PodCgroup {
+                cgroup: format!("/kubepods/pod{i}"),
+                pod_uid: format!("uid-{i}"),
+                effective_connect: eff,
+            });
         }
         prog(&mut s, 99, "other", "cgroup_sock_addr");
         let f = evaluate(&s, &Policy::default());
@@ -537,7 +589,10 @@ mod tests {
         ];
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["cgroup_mount_not_root", "cgroup_mount_not_root"]);
-        assert_eq!((f[0].severity, f[0].cgroup.as_deref(), f[0].owner), (Severity::Critical, Some(CTR), Some(Owner::Cilium)));
+        assert_eq!(
+            (f[0].severity, f[0].cgroup.as_deref(), f[0].owner),
+            (Severity::Critical, Some(CTR), Some(Owner::Cilium))
+        );
         assert_eq!((f[1].severity, f[1].cgroup.as_deref()), (Severity::Warning, Some("/system.slice")));
     }
 
@@ -565,7 +620,12 @@ mod tests {
         assert!(evaluate(&s, &Policy::default()).is_empty(), "normal when socket LB is at the root");
 
         let mut s = node();
-        s.cni_processes.push(CniProcess { pid: 7, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/abs/path".into() });
+        s.cni_processes.push(CniProcess {
+            pid: 7,
+            comm: "cilium-agent".into(),
+            cgroupns: 200,
+            cgroup: "/abs/path".into(),
+        });
         cilium_connect(&mut s, CTR, CTR_ID);
         s.processes.insert(CTR.into(), vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }]);
         let f = evaluate(&s, &Policy::default());

@@ -132,7 +132,9 @@ impl Report {
         let verdict = match self.status {
             Status::Ok => "OK: no misplaced socket-LB programs".to_owned(),
             Status::Problem => format!("PROBLEM: {} finding(s), {crit} critical", self.findings.len()),
-            Status::Incomplete => "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned(),
+            Status::Incomplete => {
+                "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned()
+            }
         };
         format!(
             "{verdict} | node {} | root {} (cgroup id {}, {}) | {} cgroups scanned, {} vanished, {} attachments",
@@ -177,7 +179,11 @@ impl Report {
         for a in &self.attachments {
             if last != Some(a.cgroup.as_str()) {
                 // Full paths, as `bpftool cgroup tree` prints them.
-                let full = if a.cgroup == "/" { self.cgroup_root.clone() } else { format!("{}{}", self.cgroup_root.trim_end_matches('/'), a.cgroup) };
+                let full = if a.cgroup == "/" {
+                    self.cgroup_root.clone()
+                } else {
+                    format!("{}{}", self.cgroup_root.trim_end_matches('/'), a.cgroup)
+                };
                 let _ = writeln!(s, "{full}");
                 last = Some(&a.cgroup);
             }

@@ -12,10 +12,10 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use crate::attribution;
+use crate::bpf::AttachType;
 use crate::bpf::programs;
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
-use crate::bpf::AttachType;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::walk::{self, Visit, WalkError};
 use crate::cgroup::{AuditRoot, RootError, RootKind};
@@ -130,7 +130,9 @@ fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
             continue;
         }
         // NB: the process may exit between reads; skip it then.
-        let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else { continue };
+        let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else {
+            continue;
+        };
         out.push(CniProcess { pid: pid.parse().unwrap_or(0), comm: comm.to_owned(), cgroupns: ns, cgroup });
     }
     out.sort_by_key(|p| p.pid);
@@ -206,13 +208,20 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let mut pods = Vec::new();
     let mut processes_by_cgroup = BTreeMap::new();
     let mut paths_of_interest: HashMap<u64, String> = HashMap::new();
-    let connect: Vec<AttachType> =
-        ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).filter(|t| support.supported.contains(t)).collect();
+    let connect: Vec<AttachType> = ["connect4", "connect6"]
+        .into_iter()
+        .filter_map(AttachType::from_name)
+        .filter(|t| support.supported.contains(t))
+        .collect();
     let mut raw = Vec::new();
 
     let stats = walk::walk(root_fd, audit_root.cgroup_id, |path, id, fd| {
         let fail = |op: &str, e: SyscallError| {
-            if is_gone(&e) { Ok(Visit::Vanished) } else { Err(WalkError { cgroup: path.to_owned(), op: op.to_owned(), error: e.to_string() }) }
+            if is_gone(&e) {
+                Ok(Visit::Vanished)
+            } else {
+                Err(WalkError { cgroup: path.to_owned(), op: op.to_owned(), error: e.to_string() })
+            }
         };
         raw.clear();
         if let Err(e) = query::attached(fd, &support, &mut raw) {
@@ -249,7 +258,11 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }));
         Ok(Visit::Done)
     });
-    errors.extend(stats.errors.iter().map(|e| ScanError { op: e.op.clone(), path: e.cgroup.clone(), message: e.error.clone() }));
+    errors.extend(stats.errors.iter().map(|e| ScanError {
+        op: e.op.clone(),
+        path: e.cgroup.clone(),
+        message: e.error.clone(),
+    }));
 
     for m in &mut mounts {
         if let MountTop::Known { cgroup_id, cgroup } = &mut m.top {

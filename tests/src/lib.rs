@@ -220,9 +220,10 @@ impl Drop for Attached {
     fn drop(&mut self) {
         // ENOENT: the cgroup is already gone, and its programs with it.
         if let Err(e) = sys::prog_detach(self.cgroup.as_fd(), self.prog.as_fd(), self.hook.kernel_value())
-            && e.errno() != Some(libc::ENOENT) {
-                eprintln!("WARNING: detach prog {}: {e}", self.prog_id);
-            }
+            && e.errno() != Some(libc::ENOENT)
+        {
+            eprintln!("WARNING: detach prog {}: {e}", self.prog_id);
+        }
     }
 }
 
@@ -306,7 +307,11 @@ pub fn agent_bin() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("current_exe");
     let p = exe.parent().and_then(Path::parent).map(|d| d.join("agent")).expect("target dir");
-    assert!(p.is_file(), "agent binary not found at {}: build it first (`cargo build -p agent`) or run `cargo xtask test`", p.display());
+    assert!(
+        p.is_file(),
+        "agent binary not found at {}: build it first (`cargo build -p agent`) or run `cargo xtask test`",
+        p.display()
+    );
     p
 }
 
@@ -320,7 +325,8 @@ pub struct Run {
 
 impl Run {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("agent output is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("agent output is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 use integration_tests::*;
 use serde_json::Value;
 
-const POD: &str = "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0d1f4a52_77c3_4a8e_9d2b_5f6e7a8b9c0d.slice";
+const POD: &str =
+    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0d1f4a52_77c3_4a8e_9d2b_5f6e7a8b9c0d.slice";
 const CTR: &str = "cri-containerd-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13.scope";
 
 fn audit_json(t: &TestCgroup, extra: &[&str]) -> (i32, Value) {
@@ -72,7 +73,9 @@ fn exclusive_and_override_flags_are_reported() {
     let _x = Attached::new(&t.path, &a, 0);
     let _y = Attached::new(&t.path, &b, ALLOW_OVERRIDE);
     let (_, report) = audit_json(&t, &[]);
-    let flags = |id: u32| report["attachments"].as_array().unwrap().iter().find(|x| x["prog_id"] == id).unwrap()["attach_flags"].clone();
+    let flags = |id: u32| {
+        report["attachments"].as_array().unwrap().iter().find(|x| x["prog_id"] == id).unwrap()["attach_flags"].clone()
+    };
     assert_eq!(flags(a.id), "none");
     assert_eq!(flags(b.id), "override");
 }
@@ -99,7 +102,9 @@ fn benign_programs_below_the_root_are_listed_not_flagged() {
     ];
     let (code, report) = audit_json(&t, &[]);
     assert_eq!(code, 0, "benign owners are never flagged: {report:#}");
-    let owner = |id: u32| report["attachments"].as_array().unwrap().iter().find(|x| x["prog_id"] == id).unwrap()["owner"].clone();
+    let owner = |id: u32| {
+        report["attachments"].as_array().unwrap().iter().find(|x| x["prog_id"] == id).unwrap()["owner"].clone()
+    };
     assert_eq!(owner(fw.id), "systemd");
     assert_eq!(owner(dev.id), "systemd");
     assert_eq!(owner(bind.id), "systemd");
@@ -145,7 +150,8 @@ fn pinned_link_below_root_is_reported_with_its_link_id() {
 
     let (code, report) = audit_json(&t, &[]);
     assert_eq!(code, 1);
-    let below: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    let below: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
     assert_eq!(below.len(), 1, "{report:#}");
     assert_eq!(below[0]["link_id"], link_id);
     assert_eq!(below[0]["prog_id"], p.id);
@@ -173,7 +179,8 @@ fn link_to_a_removed_cgroup_is_defunct() {
 
     let (code, report) = audit_json(&t, &[]);
     assert_eq!(code, 1);
-    let f: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "defunct_link").collect();
+    let f: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "defunct_link").collect();
     assert_eq!(f.len(), 1, "{report:#}");
     assert_eq!(f[0]["link_id"], link.id);
     assert_eq!(f[0]["prog_name"], "cil_sock4_connect");

@@ -10,7 +10,8 @@ use integration_tests::*;
 /// attachments at the root.
 fn host_state() -> (String, Vec<String>) {
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mut cgroups: Vec<String> = fs::read_dir(cgroup2_root()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut cgroups: Vec<String> =
+        fs::read_dir(cgroup2_root()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     cgroups.sort();
     (mounts, cgroups)
 }
@@ -19,7 +20,11 @@ fn assert_refused(run: &Run, expect_in_stderr: &str) {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stdout.is_empty(), "nothing on stdout: {run:?}");
     assert!(!run.stderr.contains("panicked"), "{run:?}");
-    assert!(run.stderr.contains(expect_in_stderr), "stderr should name the problem ({expect_in_stderr}): {}", run.stderr);
+    assert!(
+        run.stderr.contains(expect_in_stderr),
+        "stderr should name the problem ({expect_in_stderr}): {}",
+        run.stderr
+    );
     assert_eq!(run.stderr.trim_end().lines().count(), 1, "one line: {}", run.stderr);
 }
 
@@ -32,7 +37,10 @@ fn every_bad_cgroup_root_is_refused_by_name() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let not_cg = tempfile::tempdir().unwrap();
     let missing = "/nonexistent/cgaudit/dir";
-    assert_refused(&agent(&["audit", "--cgroup-root", missing]), &format!("--cgroup-root {missing}: no such directory"));
+    assert_refused(
+        &agent(&["audit", "--cgroup-root", missing]),
+        &format!("--cgroup-root {missing}: no such directory"),
+    );
     let f = file.path().to_str().unwrap();
     assert_refused(&agent(&["audit", "--cgroup-root", f]), &format!("--cgroup-root {f}: not a directory"));
     let d = not_cg.path().to_str().unwrap();
@@ -69,7 +77,8 @@ fn no_cgroup2_mounted_anywhere_is_refused() {
         return;
     }
     // A node whose mount namespace has no cgroup2 at all (cgroup v1 only).
-    let sb = Sandbox::new(r#"for m in $(awk '$9 == "cgroup2" { print $5 }' /proc/self/mountinfo); do umount -l "$m"; done"#);
+    let sb =
+        Sandbox::new(r#"for m in $(awk '$9 == "cgroup2" { print $5 }' /proc/self/mountinfo); do umount -l "$m"; done"#);
     let run = sb.agent(&["audit"]);
     assert_refused(&run, "no cgroup2 filesystem is mounted");
 }
@@ -86,7 +95,9 @@ fn unprivileged_run_names_the_missing_capability() {
     assert_refused(&run, "missing capability CAP_SYS_ADMIN");
     // Root without CAP_SYS_ADMIN is refused the same way.
     let mut c = std::process::Command::new("setpriv");
-    c.args(["--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"]).arg(agent_bin()).args(["audit", "--output", "json"]);
+    c.args(["--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"])
+        .arg(agent_bin())
+        .args(["audit", "--output", "json"]);
     assert_refused(&integration_tests::run(c), "missing capability CAP_SYS_ADMIN");
     assert_eq!(before, host_state());
 }

@@ -34,7 +34,14 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
     assert_eq!(at_root["link_id"], link.id);
     let below = atts.iter().find(|a| a["prog_id"] == dev.id).expect("device program listed");
     assert_eq!(below["owner"], "runtime");
-    assert_eq!(below["cgroup"], format!("/{}{}", t.path.file_name().unwrap().to_str().unwrap(), "/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13"));
+    assert_eq!(
+        below["cgroup"],
+        format!(
+            "/{}{}",
+            t.path.file_name().unwrap().to_str().unwrap(),
+            "/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13"
+        )
+    );
 
     // Same (cgroup, attach type, program) set as the reference tool.
     let ours: BTreeSet<(String, String, u64)> = atts
@@ -45,7 +52,8 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
             (full, a["attach_type"].as_str().unwrap().to_owned(), a["prog_id"].as_u64().unwrap())
         })
         .collect();
-    let out = std::process::Command::new("bpftool").args(["-j", "cgroup", "tree"]).arg(&root).output().expect("bpftool");
+    let out =
+        std::process::Command::new("bpftool").args(["-j", "cgroup", "tree"]).arg(&root).output().expect("bpftool");
     assert!(out.status.success(), "bpftool: {}", String::from_utf8_lossy(&out.stderr));
     let tree: Value = serde_json::from_slice(&out.stdout).expect("bpftool json");
     let theirs: BTreeSet<(String, String, u64)> = tree
@@ -56,7 +64,8 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
             let path = cg["cgroup"].as_str().unwrap().to_owned();
             cg["programs"].as_array().unwrap().iter().map(move |p| {
                 // bpftool 7 prints libbpf's names: cgroup_inet4_connect.
-                let t = agent::bpf::AttachType::from_any_name(p["attach_type"].as_str().unwrap()).expect("a cgroup attach type");
+                let t = agent::bpf::AttachType::from_any_name(p["attach_type"].as_str().unwrap())
+                    .expect("a cgroup attach type");
                 (path.clone(), t.name().to_owned(), p["id"].as_u64().unwrap())
             })
         })
@@ -116,8 +125,54 @@ fn namespaced_auditor_with_host_pid_reaches_the_real_root_through_pid1() {
     assert_eq!(report["root_kind"], "hierarchy");
     assert_eq!(report["root_cgroup_id"], 1);
     assert!(report["root_note"].as_str().unwrap().contains("PID 1's mount namespace"));
-    let f = report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
+    let f =
+        report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
     assert_eq!(f["prog_id"], p.id);
     assert_eq!(f["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
     let _ = p.fd.as_fd();
+}
+
+#[test]
+fn nested_node_audits_pid1s_cgroup_namespace_root() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    // A kind-style node: its init runs in a private cgroup namespace rooted
+    // at the node container's cgroup and mounts cgroup2 from there.
+    let t = TestCgroup::new("nested");
+    let node = t.mkdir("/node");
+    let pod = t.mkdir("/node/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    t.mkdir("/node/auditor");
+    let mp = cgroup2_root();
+    let sb = Sandbox::with_init(
+        &format!(r#"echo $$ > "{}/cgroup.procs""#, node.display()),
+        &format!(
+            r#"unshare --cgroup sh -c 'umount -l "{mp}" && mount -t cgroup2 none "{mp}" && exec sleep infinity'"#,
+            mp = mp.display()
+        ),
+    );
+    let remounted = wait_until(std::time::Duration::from_secs(10), || {
+        std::fs::metadata(sb.path(mp.to_str().unwrap())).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok()
+            == Some(cgroup_id(&node))
+    });
+    assert!(remounted, "the node's init never mounted its namespaced cgroup2");
+    let p = Prog::load("cil_sock4_connect", "connect4");
+    let _a = Attached::new(&pod, &p, ALLOW_MULTI);
+
+    // The auditor: a pod on that node, in its own cgroup namespace.
+    let script = format!(
+        r#"echo $$ > "{mp}/auditor/cgroup.procs" && exec unshare --cgroup --mount --propagation private sh -c 'umount -l "{mp}" && mount -t cgroup2 none "{mp}" && exec "{agent}" audit --output json'"#,
+        mp = mp.display(),
+        agent = agent_bin().display(),
+    );
+    let run = run(sb.command(std::path::Path::new("/bin/sh"), &["-c", &script]));
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    assert_eq!(report["root_kind"], "pid1_namespace");
+    assert_eq!(report["root_cgroup_id"], cgroup_id(&node));
+    assert!(report["root_note"].as_str().unwrap().contains("nested node"));
+    let f =
+        report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
+    assert_eq!(f["cgroup"], "/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    assert_eq!(f["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
 }

@@ -50,9 +50,26 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
     let name = unique("podman");
     let parent = format!("/{}/kubepods/burstable/pod{POD_UID}", t.path.file_name().unwrap().to_str().unwrap());
     let started = podman(&[
-        "run", "-d", "--name", &name, "--privileged", "--cgroupns=private", "--cgroup-manager=cgroupfs",
-        "--cgroup-parent", &parent, "--pids-limit=0", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096",
-        "--network=none", "--rootfs", "/:O", agent_copy.to_str().unwrap(), "socket-lb-agent", "/run/cilium/cgroupv2",
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--privileged",
+        "--cgroupns=private",
+        "--cgroup-manager=cgroupfs",
+        "--cgroup-parent",
+        &parent,
+        "--pids-limit=0",
+        "--ulimit",
+        "nofile=20000:20000",
+        "--ulimit",
+        "nproc=4096:4096",
+        "--network=none",
+        "--rootfs",
+        "/:O",
+        agent_copy.to_str().unwrap(),
+        "socket-lb-agent",
+        "/run/cilium/cgroupv2",
     ]);
     assert_eq!(started.code, 0, "podman run: {started:?}");
     let container = Container { name: name.clone(), id: started.stdout.trim().to_owned() };
@@ -63,7 +80,8 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
     let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");
     let report = run.json();
-    let below: Vec<_> = report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    let below: Vec<_> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
     assert_eq!(below.len(), 10, "{report:#}");
     let ctr_cgroup = format!("/kubepods/burstable/pod{POD_UID}/libpod-{}", container.id);
     for f in &below {
@@ -75,7 +93,8 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
         assert!(f["link_id"].is_u64(), "attached through bpf_links: {f:#}");
         assert!(f["processes"].as_array().unwrap().iter().any(|p| p["comm"] == "cilium-agent"), "{f:#}");
     }
-    let agents: Vec<_> = report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "cni_agent_private_cgroupns").collect();
+    let agents: Vec<_> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "cni_agent_private_cgroupns").collect();
     assert_eq!(agents.len(), 1, "{report:#}");
     assert_eq!(agents[0]["container_id"], container.id.as_str());
 

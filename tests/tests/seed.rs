@@ -141,7 +141,10 @@ fn seed_table_output_leads_with_the_verdict() {
     eprintln!("{}", run.stdout);
     let first = run.stdout.lines().next().unwrap();
     assert!(first.starts_with("PROBLEM: "), "{first}");
-    assert!(run.stdout.contains(&format!("[critical] socket_lb_below_root x10 at {}", cilium_container())), "one block for the ten programs");
+    assert!(
+        run.stdout.contains(&format!("[critical] socket_lb_below_root x10 at {}", cilium_container())),
+        "one block for the ten programs"
+    );
     assert!(run.stdout.contains("connect4 cil_sock4_connect (prog "));
     assert!(run.stdout.contains("processes cilium-agent ("));
     assert!(run.stdout.contains(&format!("pod {POD_UID}")));
@@ -156,7 +159,8 @@ fn normalise(v: &mut Value, t: &Path) {
         Value::Object(m) => {
             for (k, val) in m.iter_mut() {
                 match k.as_str() {
-                    "prog_id" | "cgroup_id" | "root_cgroup_id" | "pid" | "cgroupns" | "prog_tag" | "node" | "kernel" | "cgroup_root"
+                    "prog_id" | "cgroup_id" | "root_cgroup_id" | "pid" | "cgroupns" | "prog_tag" | "node"
+                    | "kernel" | "cgroup_root"
                         if !val.is_null() =>
                     {
                         *val = Value::String(format!("<{k}>"))
@@ -218,5 +222,9 @@ fn seed_json_matches_the_golden_schema() {
         fs::write(&golden, &got).unwrap();
     }
     let want = fs::read_to_string(&golden).unwrap_or_default();
-    assert!(got == want, "JSON report differs from {} (UPDATE_GOLDEN=1 to accept a deliberate change):\n{got}", golden.display());
+    assert!(
+        got == want,
+        "JSON report differs from {} (UPDATE_GOLDEN=1 to accept a deliberate change):\n{got}",
+        golden.display()
+    );
 }

@@ -167,8 +167,19 @@ mod tests {
         assert_eq!(
             lb,
             [
-                "bind4", "bind6", "connect4", "connect6", "post_bind4", "post_bind6", "sendmsg4",
-                "sendmsg6", "recvmsg4", "recvmsg6", "getpeername4", "getpeername6", "sock_release"
+                "bind4",
+                "bind6",
+                "connect4",
+                "connect6",
+                "post_bind4",
+                "post_bind6",
+                "sendmsg4",
+                "sendmsg6",
+                "recvmsg4",
+                "recvmsg6",
+                "getpeername4",
+                "getpeername6",
+                "sock_release"
             ]
         );
     }

@@ -15,12 +15,12 @@ fn u32_at(data: &[u8], off: usize) -> Option<u32> {
 /// Bytes that follow the 12-byte common header of a type of this kind.
 fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
     Some(match kind {
-        1 | 14 | 17 => 4,                       // INT, VAR, DECL_TAG
-        2 | 7..=12 | 16 | 18 => 0,              // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
-        3 => 12,                                // ARRAY
-        4 | 5 | 15 | 19 => 12 * vlen,           // STRUCT, UNION, DATASEC, ENUM64
-        6 | 13 => 8 * vlen,                     // ENUM, FUNC_PROTO
-        _ => return None,                       // a kind newer than this reader
+        1 | 14 | 17 => 4,             // INT, VAR, DECL_TAG
+        2 | 7..=12 | 16 | 18 => 0,    // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+        3 => 12,                      // ARRAY
+        4 | 5 | 15 | 19 => 12 * vlen, // STRUCT, UNION, DATASEC, ENUM64
+        6 | 13 => 8 * vlen,           // ENUM, FUNC_PROTO
+        _ => return None,             // a kind newer than this reader
     })
 }
 

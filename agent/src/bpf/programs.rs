@@ -28,7 +28,6 @@ pub struct Program {
     btf: Option<u32>,
 }
 
-
 impl Program {
     /// A program known only by what rules look at (for fixtures and tests).
     pub fn new(id: u32, name: &str, prog_type: &'static str) -> Program {

@@ -11,8 +11,7 @@ use std::mem::{self, size_of};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use aya_obj::generated::{
-    BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info,
-    bpf_link_type, bpf_prog_info,
+    BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info, bpf_link_type, bpf_prog_info,
 };
 
 /// A failed bpf(2) command, named as the kernel UAPI names it.
@@ -48,19 +47,9 @@ fn zeroed_attr() -> bpf_attr {
 unsafe fn sys_bpf(call: &'static str, cmd: bpf_cmd, attr: &mut bpf_attr) -> Result<i64> {
     // SAFETY: `attr` is a valid, initialised bpf_attr of the size we pass; the
     // caller guarantees the pointers inside it.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            cmd as libc::c_long,
-            attr as *mut bpf_attr,
-            size_of::<bpf_attr>(),
-        )
-    };
-    if ret < 0 {
-        Err(SyscallError { call, io_error: io::Error::last_os_error() })
-    } else {
-        Ok(ret)
-    }
+    let ret =
+        unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, attr as *mut bpf_attr, size_of::<bpf_attr>()) };
+    if ret < 0 { Err(SyscallError { call, io_error: io::Error::last_os_error() }) } else { Ok(ret) }
 }
 
 fn owned_fd(ret: i64) -> OwnedFd {

@@ -53,7 +53,9 @@ pub enum RootError {
     NotFound { path: PathBuf },
     #[error("{path}: not a directory")]
     NotDirectory { path: PathBuf },
-    #[error("{path}: not a cgroup2 directory (filesystem magic {magic:#x}); pass a directory of the cgroup v2 hierarchy")]
+    #[error(
+        "{path}: not a cgroup2 directory (filesystem magic {magic:#x}); pass a directory of the cgroup v2 hierarchy"
+    )]
     NotCgroup2 { path: PathBuf, magic: u64 },
     #[error("no cgroup2 filesystem is mounted (looked in {looked_in}); this tool audits cgroup v2 only")]
     NoCgroup2 { looked_in: String },
@@ -68,12 +70,14 @@ pub enum RootError {
 
 /// Opens `path` as a cgroup2 directory: (fd, cgroup id).
 pub fn open_cgroup_dir(path: &Path) -> Result<(OwnedFd, u64), RootError> {
-    let fd = open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| match e {
-        nix::Error::ENOENT => RootError::NotFound { path: path.to_owned() },
-        nix::Error::ENOTDIR => RootError::NotDirectory { path: path.to_owned() },
-        e => RootError::Io { op: "open", path: path.to_owned(), source: e.into() },
-    })?;
-    let fs = fstatfs(fd.as_fd()).map_err(|e| RootError::Io { op: "statfs", path: path.to_owned(), source: e.into() })?;
+    let fd =
+        open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| match e {
+            nix::Error::ENOENT => RootError::NotFound { path: path.to_owned() },
+            nix::Error::ENOTDIR => RootError::NotDirectory { path: path.to_owned() },
+            e => RootError::Io { op: "open", path: path.to_owned(), source: e.into() },
+        })?;
+    let fs =
+        fstatfs(fd.as_fd()).map_err(|e| RootError::Io { op: "statfs", path: path.to_owned(), source: e.into() })?;
     if fs.filesystem_type() != CGROUP2_SUPER_MAGIC {
         return Err(RootError::NotCgroup2 { path: path.to_owned(), magic: fs.filesystem_type().0 as u64 });
     }
@@ -90,8 +94,11 @@ pub fn given(path: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
 /// Reads and parses a mountinfo file.
 pub fn read_mountinfo(path: &Path) -> Result<Vec<Mount>, RootError> {
     let text = fs::read_to_string(path).map_err(|e| RootError::Io { op: "read", path: path.to_owned(), source: e })?;
-    mounts::parse_mountinfo(&text)
-        .map_err(|e| RootError::Io { op: "parse", path: path.to_owned(), source: io::Error::new(io::ErrorKind::InvalidData, e) })
+    mounts::parse_mountinfo(&text).map_err(|e| RootError::Io {
+        op: "parse",
+        path: path.to_owned(),
+        source: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
 }
 
 /// `<proc>/<pid>/root` + a path in that process's mount namespace.

@@ -104,7 +104,12 @@ where
 
     let parent_len = path.len();
     for (name, child_id) in children {
-        let child = openat(dir.as_fd(), name.as_c_str(), OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty());
+        let child = openat(
+            dir.as_fd(),
+            name.as_c_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        );
         path.push('/');
         path.push_str(&name.to_string_lossy());
         match child {

@@ -19,7 +19,8 @@ fn main() {
     assert_eq!(cmd, "socket-lb-agent", "unknown command {cmd}");
     let dir = Path::new(dir);
     std::fs::create_dir_all(dir).expect("mkdir");
-    nix::mount::mount(Some("none"), dir, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>).expect("mount cgroup2");
+    nix::mount::mount(Some("none"), dir, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
+        .expect("mount cgroup2");
     let progs = load_cilium_socket_lb();
     let links: Vec<Link> = progs.iter().map(|p| Link::new(dir, p)).collect();
     println!("attached {}", links.len());
