@@ -5,7 +5,7 @@ use std::path::Path;
 
 use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
 
-use crate::cli::{AuditArgs, Output};
+use crate::cli::{AuditArgs, Output, ScanArgs};
 use crate::findings::Policy;
 use crate::report::Report;
 use crate::scan::{self, ScanOptions};
@@ -13,7 +13,7 @@ use crate::scan::{self, ScanOptions};
 /// Exit code for "could not audit" (node-problem-detector: unknown).
 pub const EXIT_UNKNOWN: u8 = 2;
 
-fn check_proc(proc: &Path) -> anyhow::Result<()> {
+pub fn check_proc(proc: &Path) -> anyhow::Result<()> {
     match statfs(proc) {
         Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => Ok(()),
         Ok(_) => anyhow::bail!("--proc {}: not a procfs mount", proc.display()),
@@ -21,21 +21,26 @@ fn check_proc(proc: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Runs one audit; returns the report, or why it could not run.
-pub fn run(args: &AuditArgs) -> anyhow::Result<Report> {
-    check_proc(&args.proc)?;
-    let opts = ScanOptions {
+/// Scan options for the command-line flags.
+pub fn scan_options(args: &ScanArgs) -> ScanOptions {
+    ScanOptions {
         proc: args.proc.clone(),
         cgroup_root: args.cgroup_root.clone(),
         node_name: args.node_name.clone(),
-    };
-    let snap = scan::scan(&opts)?;
+        name_cgroups: Default::default(),
+    }
+}
+
+/// Runs one audit; returns the report, or why it could not run.
+pub fn run(args: &ScanArgs) -> anyhow::Result<Report> {
+    check_proc(&args.proc)?;
+    let snap = scan::scan(&scan_options(args))?;
     Ok(Report::new(&snap, &Policy { allow: args.allow.clone() }))
 }
 
 /// The `audit` subcommand: prints the report and returns the exit code.
 pub fn main(args: &AuditArgs) -> u8 {
-    let report = match run(args) {
+    let report = match run(&args.scan) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("agent audit: error: {e:#}");

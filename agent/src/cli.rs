@@ -1,6 +1,8 @@
 //! Command line. The doc comments are the `--help` text.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -32,6 +34,26 @@ pub enum Command {
     ///   agent audit --proc /host/proc       # from a pod with the host's /proc mounted
     #[command(verbatim_doc_comment)]
     Audit(AuditArgs),
+
+    /// The node daemon (DaemonSet): audits at start, every --interval, and
+    /// within a fraction of a second of any bpf() call that attaches or
+    /// detaches a cgroup program; serves Prometheus metrics.
+    ///
+    /// Event tracing loads two tracepoints on bpf() (needs tracefs, CAP_BPF and
+    /// CAP_PERFMON or CAP_SYS_ADMIN). When it cannot start, the daemon says
+    /// why once, exports cgaudit_event_tracing_active 0 and keeps polling.
+    /// When tracefs is not mounted it is mounted in the daemon's own private
+    /// mount namespace; the host's mounts are not touched.
+    ///
+    /// HTTP endpoints on --listen:
+    ///   /metrics  Prometheus text format
+    ///   /healthz  200 while the process runs
+    ///   /readyz   200 once the first audit has completed, 503 before
+    ///   /audit    the latest report, in the JSON schema of `agent audit`
+    ///
+    /// SIGTERM or SIGINT stops it within a second, detaching its programs.
+    #[command(verbatim_doc_comment)]
+    Run(RunArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,6 +70,44 @@ pub struct AuditArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
 
+    #[command(flatten)]
+    pub scan: ScanArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub scan: ScanArgs,
+
+    /// Address for /metrics, /healthz, /readyz and /audit.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9974")]
+    pub listen: SocketAddr,
+
+    /// Time between audits when nothing happens (jittered by +-10%); attach
+    /// events trigger an audit at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+
+    /// Do not trace bpf() calls: audit on the interval only.
+    #[arg(long)]
+    pub no_tracing: bool,
+
+    /// Log format; filter with RUST_LOG (default: info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// What to audit and how to judge it: shared by `audit` and `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScanArgs {
     /// The procfs whose PID 1 is the node's init. The cgroup2 mount and the
     /// mounts to check are read from <PROC>/1/mountinfo, and <PROC>/1/root is
     /// used to reach the host's hierarchy from inside a container.

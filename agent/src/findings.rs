@@ -88,6 +88,9 @@ pub struct Finding {
     pub processes: Vec<ProcessRef>,
     /// How many things the finding covers (pods for pods_without_socket_lb).
     pub count: Option<u64>,
+    /// The process whose bpf() call made this attachment, when the daemon's
+    /// event tracing saw it (always null for one-shot audits).
+    pub attached_by: Option<Actor>,
     pub message: String,
     pub remediation: String,
 }
@@ -109,6 +112,7 @@ impl Finding {
             qos: None,
             processes: Vec::new(),
             count: None,
+            attached_by: None,
             message,
             remediation,
         }
@@ -124,6 +128,45 @@ impl Finding {
         self.processes = snap.processes.get(cgroup).cloned().unwrap_or_default();
         self
     }
+}
+
+/// Who made an attachment, from a traced bpf() call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    pub pid: u32,
+    pub comm: String,
+    pub command: &'static str,
+    /// When the call was made, in milliseconds since the Unix epoch.
+    pub time_unix_ms: u64,
+    /// The caller's cgroup, relative to the audited root when inside it.
+    pub cgroup: Option<String>,
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+}
+
+/// The latest successful attach event that made this attachment: its target
+/// is the attachment's cgroup (or, when the target fd was already closed, the
+/// caller sits in that cgroup, as a CNI agent attaching through its own
+/// namespaced mount does), with the same hook and, when known, program.
+fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
+    let e = snap.events.iter().rev().find(|e| {
+        e.succeeded()
+            && matches!(e.command, "prog_attach" | "link_create")
+            && e.attach_type == Some(a.attach_type)
+            && e.prog_id.is_none_or(|p| p == a.prog_id)
+            && e.target_cgroup_id.unwrap_or(e.caller_cgroup_id) == a.cgroup_id
+    })?;
+    let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
+    let who = cgroup.as_deref().map(attribute).unwrap_or_default();
+    Some(Actor {
+        pid: e.pid,
+        comm: e.comm.clone(),
+        command: e.command,
+        time_unix_ms: e.time_unix_ms,
+        cgroup,
+        pod_uid: who.pod_uid,
+        container_id: who.container_id,
+    })
 }
 
 /// What the user told the rules.
@@ -194,6 +237,7 @@ fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
         f.prog_name = Some(name);
         f.owner = Some(owner);
         f.link_id = a.link_id;
+        f.attached_by = actor(snap, a);
         out.push(f);
     }
 }
@@ -453,6 +497,8 @@ mod tests {
             reference_cgroupns: Some(100),
             reference_ns_is_pid1: true,
             processes: BTreeMap::new(),
+            cgroup_paths: BTreeMap::new(),
+            events: Vec::new(),
             errors: Vec::new(),
         }
     }

@@ -7,6 +7,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Audit(args) => agent::audit::main(args),
+        Command::Run(args) => agent::daemon::main(args),
     };
     ExitCode::from(code)
 }

@@ -31,6 +31,8 @@ pub struct ScanOptions {
     /// Audit this directory instead of discovering the hierarchy root.
     pub cgroup_root: Option<PathBuf>,
     pub node_name: Option<String>,
+    /// cgroup ids whose paths the snapshot should carry (event callers).
+    pub name_cgroups: HashSet<u64>,
 }
 
 /// Why an audit could not run at all.
@@ -202,6 +204,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
             MountTop::Known { cgroup_id, .. } => Some(cgroup_id),
             MountTop::Unknown { .. } => None,
         })
+        .chain(opts.name_cgroups.iter().copied())
         .collect();
 
     let mut attachments = Vec::new();
@@ -308,6 +311,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),
         processes: processes_by_cgroup,
+        cgroup_paths: paths_of_interest.into_iter().collect(),
+        events: Vec::new(),
         errors,
     })
 }

@@ -70,6 +70,33 @@ pub struct CniProcess {
     pub cgroup: String,
 }
 
+/// One attach-changing bpf() call seen by the daemon's tracepoints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachRecord {
+    /// When the call was made, in milliseconds since the Unix epoch.
+    pub time_unix_ms: u64,
+    /// `prog_attach`, `prog_detach`, `link_create`, `link_update`, `link_detach`.
+    pub command: &'static str,
+    pub attach_type: Option<AttachType>,
+    /// The syscall's result: 0 or a new fd on success, -errno on failure.
+    pub result: i64,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// cgroup id of the calling process.
+    pub caller_cgroup_id: u64,
+    /// cgroup id of the target fd, when it was still open to read.
+    pub target_cgroup_id: Option<u64>,
+    /// Program id behind the program fd, when it was still open to read.
+    pub prog_id: Option<u32>,
+}
+
+impl AttachRecord {
+    pub fn succeeded(&self) -> bool {
+        self.result >= 0
+    }
+}
+
 /// Something the scan could not read; the audit goes on without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScanError {
@@ -100,5 +127,10 @@ pub struct Snapshot {
     pub reference_ns_is_pid1: bool,
     /// Processes of cgroups that hold socket-LB programs below the root.
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
+    /// Paths (relative to the root) of cgroups the scan was asked to name:
+    /// callers seen in attach events.
+    pub cgroup_paths: BTreeMap<u64, String>,
+    /// Recent attach events (daemon only; empty for one-shot audits).
+    pub events: Vec<AttachRecord>,
     pub errors: Vec<ScanError>,
 }

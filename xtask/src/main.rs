@@ -45,6 +45,7 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("unshare", "util-linux"),
     ("nsenter", "util-linux"),
     ("setpriv", "util-linux"),
+    ("promtool", "prometheus"),
 ];
 
 fn workspace_root() -> PathBuf {

@@ -1,0 +1,26 @@
+//! Builds `agent-ebpf` for bpfel-unknown-none (nightly, -Z build-std=core,
+//! bpf-linker) and leaves the object in OUT_DIR, where `trace.rs` embeds it:
+//! one `agent` binary is all a node needs.
+
+use std::path::Path;
+
+fn main() {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let ebpf = Path::new(&manifest).join("../agent-ebpf");
+    let ebpf = ebpf.canonicalize().expect("agent-ebpf next to agent");
+    println!("cargo:rerun-if-env-changed=PATH");
+    let on_path =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bpf-linker").is_file()));
+    if !on_path {
+        panic!(
+            "bpf-linker is not on PATH: the agent embeds its eBPF object, which needs nightly's rust-src and \
+             bpf-linker. Run `cargo xtask setup` (installs both) and put ~/.cache/cgaudit/tools/bin on PATH, \
+             or build through `cargo xtask build`."
+        );
+    }
+    let root = ebpf.to_str().expect("utf-8 path");
+    let package = aya_build::Package { name: "agent-ebpf", root_dir: root, ..Default::default() };
+    if let Err(e) = aya_build::build_ebpf([package], aya_build::Toolchain::default()) {
+        panic!("building agent-ebpf failed: {e:#}");
+    }
+}

@@ -1,0 +1,228 @@
+//! The daemon's Prometheus metrics: one `Metrics` struct owning one registry.
+//!
+//! Naming follows Prometheus conventions (base units, `_total` counters, a
+//! `_build_info` gauge). Labels stay bounded: attach type and owner class on
+//! counts; only the per-finding series name cgroups, pods and programs, and a
+//! node has few findings. Series known in advance are exported as 0.
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::bpf::AttachType;
+use crate::findings::{Kind, Severity};
+use crate::owner::Owner;
+use crate::report::Report;
+
+/// Why an audit was run.
+pub const TRIGGERS: [&str; 3] = ["startup", "interval", "event"];
+/// Why an audit failed or was incomplete.
+pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
+const COMMANDS: [&str; 5] = ["prog_attach", "prog_detach", "link_create", "link_update", "link_detach"];
+
+/// The (kind, severity) pairs the rules can produce.
+const FINDING_SERIES: [(Kind, Severity); 7] = [
+    (Kind::SocketLbBelowRoot, Severity::Critical),
+    (Kind::SocketLbMissingAtRoot, Severity::Critical),
+    (Kind::PodsWithoutSocketLb, Severity::Critical),
+    (Kind::CgroupMountNotRoot, Severity::Critical),
+    (Kind::CgroupMountNotRoot, Severity::Warning),
+    (Kind::DefunctLink, Severity::Warning),
+    (Kind::CniAgentPrivateCgroupns, Severity::Warning),
+];
+
+pub struct Metrics {
+    pub registry: Registry,
+    findings: IntGaugeVec,
+    misattached: IntGaugeVec,
+    attachments: IntGaugeVec,
+    pods_without_socket_lb: IntGauge,
+    audit_duration: Histogram,
+    audits: IntCounterVec,
+    audit_errors: IntCounterVec,
+    last_success: IntGauge,
+    cgroups_scanned: IntGauge,
+    cgroups_vanished: IntCounter,
+    view_complete: IntGauge,
+    attach_events: IntCounterVec,
+    events_lost: IntCounter,
+    tracing_active: IntGauge,
+}
+
+fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
+    r.register(Box::new(c.clone())).expect("metric names are unique");
+    c
+}
+
+impl Metrics {
+    pub fn new(kernel: &str) -> Metrics {
+        let r = Registry::new_custom(Some("cgaudit".into()), None).expect("valid prefix");
+        let gauge_vec = |name: &str, help: &str, labels: &[&str]| {
+            register(&r, IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric"))
+        };
+        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
+            register(&r, IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+        };
+        let gauge = |name: &str, help: &str| register(&r, IntGauge::new(name, help).expect("valid metric"));
+        let counter = |name: &str, help: &str| register(&r, IntCounter::new(name, help).expect("valid metric"));
+
+        let build = gauge_vec("build_info", "cgaudit build and kernel; always 1.", &["version", "kernel"]);
+        build.with_label_values(&[env!("CARGO_PKG_VERSION"), kernel]).set(1);
+        let m = Metrics {
+            findings: gauge_vec("findings", "Findings of the last audit, by kind and severity.", &["kind", "severity"]),
+            misattached: gauge_vec(
+                "socket_lb_misattached",
+                "1 per socket-LB program attached below the root cgroup (one series per finding of the last audit).",
+                &["cgroup", "attach_type", "owner", "pod_uid", "container_id", "prog_name", "attached_by"],
+            ),
+            attachments: gauge_vec(
+                "attachments",
+                "cgroup BPF attachments of the last audit, by hook, owner and whether at the root.",
+                &["attach_type", "owner", "location"],
+            ),
+            pods_without_socket_lb: gauge(
+                "pods_without_socket_lb",
+                "Pods with no CNI connect program in effect while the CNI's socket LB is in use.",
+            ),
+            audit_duration: register(
+                &r,
+                Histogram::with_opts(
+                    HistogramOpts::new("audit_duration_seconds", "Wall time of one audit.")
+                        .buckets(vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+                )
+                .expect("valid metric"),
+            ),
+            audits: counter_vec("audits_total", "Audits run, by what triggered them.", &["trigger"]),
+            audit_errors: counter_vec(
+                "audit_errors_total",
+                "Audits that failed or were incomplete, by reason.",
+                &["reason"],
+            ),
+            last_success: gauge(
+                "last_successful_audit_timestamp_seconds",
+                "Unix time of the last audit that completed.",
+            ),
+            cgroups_scanned: gauge("cgroups_scanned", "cgroups walked by the last audit."),
+            cgroups_vanished: counter("cgroups_vanished_total", "cgroups removed while an audit was walking them."),
+            view_complete: gauge(
+                "audit_view_complete",
+                "1 when the last audit saw the real root, 0 when its view was namespaced.",
+            ),
+            attach_events: counter_vec(
+                "bpf_attach_events_total",
+                "bpf() calls changing cgroup attachments seen by event tracing, by command and hook.",
+                &["command", "attach_type"],
+            ),
+            events_lost: counter("bpf_events_lost_total", "Attach events dropped in the kernel (ring buffer full)."),
+            tracing_active: gauge(
+                "event_tracing_active",
+                "1 when bpf() event tracing runs, 0 when the daemon only polls.",
+            ),
+            registry: r,
+        };
+        for (kind, severity) in FINDING_SERIES {
+            m.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(0);
+        }
+        for t in TRIGGERS {
+            m.audits.with_label_values(&[t]);
+        }
+        for reason in ERROR_REASONS {
+            m.audit_errors.with_label_values(&[reason]);
+        }
+        for t in AttachType::all().filter(|t| t.is_socket_lb()) {
+            for cmd in ["prog_attach", "prog_detach", "link_create"] {
+                m.attach_events.with_label_values(&[cmd, t.name()]);
+            }
+        }
+        for cmd in ["link_update", "link_detach"] {
+            m.attach_events.with_label_values(&[cmd, "none"]);
+        }
+        m.zero_attachments();
+        m
+    }
+
+    /// Socket-LB hooks of the CNIs at and below the root: known in advance.
+    fn zero_attachments(&self) {
+        self.attachments.reset();
+        for t in AttachType::all().filter(|t| t.is_socket_lb()) {
+            for owner in [Owner::Cilium, Owner::Calico] {
+                for location in ["root", "below_root"] {
+                    self.attachments.with_label_values(&[t.name(), owner.as_str(), location]).set(0);
+                }
+            }
+        }
+    }
+
+    pub fn set_tracing_active(&self, active: bool) {
+        self.tracing_active.set(i64::from(active));
+    }
+
+    pub fn attach_event(&self, command: &str, attach_type: Option<AttachType>) {
+        debug_assert!(COMMANDS.contains(&command));
+        self.attach_events.with_label_values(&[command, attach_type.map_or("none", AttachType::name)]).inc();
+    }
+
+    pub fn events_lost(&self, total: u64) {
+        let delta = total.saturating_sub(self.events_lost.get());
+        self.events_lost.inc_by(delta);
+    }
+
+    pub fn audit_failed(&self, trigger: &str, seconds: f64) {
+        self.audits.with_label_values(&[trigger]).inc();
+        self.audit_duration.observe(seconds);
+        self.audit_errors.with_label_values(&["scan_failed"]).inc();
+    }
+
+    /// Publishes one completed audit.
+    pub fn audit_done(&self, trigger: &str, seconds: f64, report: &Report, now_unix: i64) {
+        self.audits.with_label_values(&[trigger]).inc();
+        self.audit_duration.observe(seconds);
+        if !report.errors.is_empty() {
+            self.audit_errors.with_label_values(&["cgroup_unreadable"]).inc();
+        }
+        let complete = report.root_kind != crate::cgroup::RootKind::Namespaced;
+        if !complete {
+            self.audit_errors.with_label_values(&["namespaced_view"]).inc();
+        }
+        self.view_complete.set(i64::from(complete));
+        self.last_success.set(now_unix);
+        self.cgroups_scanned.set(report.cgroups_scanned as i64);
+        self.cgroups_vanished.inc_by(report.cgroups_vanished);
+
+        for (kind, severity) in FINDING_SERIES {
+            let n = report.findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
+            self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
+        }
+        self.misattached.reset();
+        for f in report.findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot) {
+            let attached_by = f.attached_by.as_ref().map(|a| format!("{} ({})", a.comm, a.pid)).unwrap_or_default();
+            self.misattached
+                .with_label_values(&[
+                    f.cgroup.as_deref().unwrap_or(""),
+                    f.attach_type.map_or("", AttachType::name),
+                    f.owner.map_or("unknown", Owner::as_str),
+                    f.pod_uid.as_deref().unwrap_or(""),
+                    f.container_id.as_deref().unwrap_or(""),
+                    f.prog_name.as_deref().unwrap_or(""),
+                    &attached_by,
+                ])
+                .set(1);
+        }
+        self.pods_without_socket_lb.set(
+            report.findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
+                as i64,
+        );
+        self.zero_attachments();
+        for a in &report.attachments {
+            let location = if a.cgroup == "/" { "root" } else { "below_root" };
+            self.attachments.with_label_values(&[a.attach_type.name(), a.owner.as_str(), location]).inc();
+        }
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
