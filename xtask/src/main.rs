@@ -2,8 +2,15 @@
 //! first (Debian packages), says what it is doing, and fails loudly.
 //!
 //! - `cargo xtask audit [ARGS]`: build the agent and run `agent audit ARGS` here.
-//! - `cargo xtask test`: unit tests, then the privileged real-kernel suite.
-//! - `cargo xtask setup`: only install the test dependencies.
+//! - `cargo xtask test`: lints, unit tests, then the privileged real-kernel suite.
+//! - `cargo xtask build`: the release binary, `target/release/agent`.
+//! - `cargo xtask setup`: only install what the build and the tests need.
+//!
+//! The agent embeds its eBPF object, built by agent/build.rs with nightly's
+//! `rust-src` and `bpf-linker`. Prebuilt bpf-linker downloads are not
+//! reachable from every machine, so it is built here against the nightly
+//! toolchain's own libLLVM (see shared/TOOLCHAIN.md) into a tools directory
+//! (`$CGAUDIT_TOOLS`, default `~/.cache/cgaudit/tools`) shared by clones.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -34,7 +41,18 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Install the Debian packages the tests use, if missing.
+    /// Print performance figures (release builds): daemon detection latency
+    /// with events and with polling, idle CPU and RSS. Needs root.
+    Bench {
+        /// Fewer samples and a shorter idle window, for a quick look.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Build the release agent (target/release/agent), installing the eBPF
+    /// toolchain first if needed.
+    Build,
+    /// Install what the build (nightly rust-src, bpf-linker) and the tests
+    /// (Debian packages) need, if missing.
     Setup,
 }
 
@@ -67,6 +85,88 @@ fn run(cmd: &mut Command) -> Result<()> {
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
+}
+
+/// The pinned bpf-linker: the last release whose `llvm-22` feature matches
+/// nightly 1.97's LLVM; rebuilt when the toolchain's LLVM changes.
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+fn tools_dir() -> PathBuf {
+    std::env::var_os("CGAUDIT_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+        home.join(".cache/cgaudit/tools")
+    })
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd.output().with_context(|| format!("could not start {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Makes sure nightly has rust-src and bpf-linker is built; returns the
+/// directory to put first on PATH.
+fn ebpf_toolchain() -> Result<PathBuf> {
+    let installed = output(Command::new("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]))
+        .context("the eBPF build needs the nightly toolchain (rustup toolchain install nightly)")?;
+    if !installed.lines().any(|l| l.starts_with("rust-src")) {
+        eprintln!("xtask: installing rust-src for nightly (for -Z build-std=core)");
+        run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+    }
+    let tools = tools_dir();
+    let bin = tools.join("bin");
+    let linker = bin.join("bpf-linker");
+    // A toolchain update can leave the linker pointing at a vanished libLLVM:
+    // running it is the only real check.
+    let works = Command::new(&linker).arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if works {
+        return Ok(bin);
+    }
+    let sysroot = output(Command::new("rustc").args(["+nightly", "--print", "sysroot"]))?;
+    let lib = Path::new(sysroot.trim()).join("lib");
+    // The real library is the one named by its SONAME (libLLVM.so.22.1-rust-...);
+    // libLLVM-22-rust-*.so is only a linker script pointing at it.
+    let libllvm = std::fs::read_dir(&lib)
+        .with_context(|| format!("read {}", lib.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libLLVM.so.")))
+        .with_context(|| {
+            format!("no libLLVM.so.* in {}: nightly without a shared LLVM cannot build bpf-linker", lib.display())
+        })?;
+    let name = libllvm.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+    let major = name.trim_start_matches("libLLVM.so.").split('.').next().unwrap_or_default().to_owned();
+    let prefix = tools.join("llvm");
+    let prefix_lib = prefix.join("lib");
+    std::fs::create_dir_all(&prefix_lib)?;
+    // Both names are needed: libLLVM.so for -lLLVM at link time, the SONAME
+    // for the loader at run time (through bpf-linker's rpath).
+    for link in [prefix_lib.join("libLLVM.so"), prefix_lib.join(&name)] {
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&libllvm, &link).with_context(|| format!("symlink {}", link.display()))?;
+    }
+    eprintln!("xtask: building bpf-linker {BPF_LINKER_VERSION} against nightly's LLVM {major} (about a minute, once)");
+    run(Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args([
+            "install",
+            "bpf-linker",
+            "--version",
+            BPF_LINKER_VERSION,
+            "--locked",
+            "--force",
+            "--no-default-features",
+        ])
+        .args(["--features", &format!("llvm-{major}")])
+        .arg("--root")
+        .arg(&tools)
+        .env("LLVM_PREFIX", &prefix))?;
+    let works = Command::new(&linker).arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !works {
+        bail!("{} was built but does not run", linker.display());
+    }
+    Ok(bin)
 }
 
 /// apt-get installs the packages of any missing test tool.
@@ -138,14 +238,25 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
     Ok(())
 }
 
+/// `cargo` in the workspace, with the eBPF tools first on PATH (agent's
+/// build script and aya-build find bpf-linker there).
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(workspace_root());
+    let tools = tools_dir().join("bin");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let joined = std::env::join_paths(std::iter::once(tools).chain(std::env::split_paths(&path))).unwrap_or(path);
+    c.env("PATH", joined);
     c
 }
 
+fn build() -> Result<()> {
+    ebpf_toolchain()?;
+    run(cargo().args(["build", "--release", "--package", "agent"]))
+}
+
 fn audit(args: &[String]) -> Result<ExitCode> {
-    run(cargo().args(["build", "--release", "--package", "agent"]))?;
+    build()?;
     let bin = workspace_root().join("target/release/agent");
     let status = Command::new(&bin)
         .arg("audit")
@@ -156,16 +267,41 @@ fn audit(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::from(status.code().unwrap_or(2) as u8))
 }
 
+fn bench(quick: bool) -> Result<()> {
+    if !is_root() {
+        bail!("the benchmark creates cgroups and attaches programs: run `cargo xtask bench` as root");
+    }
+    build()?;
+    run(cargo().args(["build", "--release", "--package", "integration-tests", "--bin", "bench"]))?;
+    let root = workspace_root();
+    let mut cmd = Command::new(root.join("target/release/bench"));
+    cmd.env("CGAUDIT_AGENT", root.join("target/release/agent"));
+    if quick {
+        cmd.arg("--quick");
+    }
+    run(&mut cmd)
+}
+
 fn test(args: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the integration suite creates cgroups and loads BPF programs: run `cargo xtask test` as root");
     }
     setup()?;
+    ebpf_toolchain()?;
     let mut tally = Tally::default();
     let result = (|| {
         // The lints carry project rules (every unsafe block documented).
         run(cargo().args(["fmt", "--all", "--check"]))?;
-        run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+        run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--exclude",
+            "agent-ebpf",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
         run_tests(cargo().args(["test", "--package", "agent", "--package", "xtask"]), &mut tally)?;
         run(cargo().args(["build", "--package", "agent"]))?;
         let agent = workspace_root().join("target/debug/agent");
@@ -195,7 +331,9 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Audit { args } => audit(&args),
         Task::Test { args } => test(&args).map(|()| ExitCode::SUCCESS),
-        Task::Setup => setup().map(|()| ExitCode::SUCCESS),
+        Task::Build => build().map(|()| ExitCode::SUCCESS),
+        Task::Bench { quick } => bench(quick).map(|()| ExitCode::SUCCESS),
+        Task::Setup => ebpf_toolchain().and_then(|_| setup()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
