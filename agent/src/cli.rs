@@ -54,6 +54,83 @@ pub enum Command {
     /// SIGTERM or SIGINT stops it within a second, detaching its programs.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
+
+    /// Repair a CNI's cgroup2 mount: mount cgroup2 at PATH from the target's
+    /// (PID 1's) cgroup and mount namespaces, as Cilium's mount-cgroup init
+    /// container does with nsenter, but planned, verified and loud.
+    ///
+    /// Without --apply it only prints the plan and changes nothing.
+    ///   path absent                      -> create it and mount cgroup2
+    ///   cgroup2 rooted at the root       -> nothing to do
+    ///   cgroup2 from a private namespace -> replace it
+    ///   anything else, or not a dir      -> refuse
+    ///
+    /// Fixing the mount does not move programs already attached to the wrong
+    /// cgroup: --detach-misattached detaches the CNI-owned socket-LB programs
+    /// an audit finds below the root, and --unpin-stale-links removes Cilium's
+    /// pinned links that point elsewhere (it would reuse them on restart).
+    /// Then restart the CNI agent pod on the node (the command is printed).
+    ///
+    /// Exit codes: 0 nothing to do or done, 1 a change is needed (dry run),
+    /// 2 refused or failed. Changes are made under a lock (/run/cgaudit-
+    /// remediation.lock in the target's mount namespace), one log line each.
+    ///
+    /// Examples:
+    ///   agent remount                                  # what would change?
+    ///   agent remount --apply --detach-misattached --unpin-stale-links
+    ///   agent remount --path /run/calico/cgroup --apply
+    #[command(verbatim_doc_comment)]
+    Remount(RemountArgs),
+
+    /// Internal: the single-threaded helper `remount` runs to enter the
+    /// target's namespaces.
+    #[command(name = "__remount-helper", hide = true)]
+    RemountHelper(crate::remount::helper::HelperArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RemountArgs {
+    /// The CNI's cgroup2 mount point (Cilium's cgroup.hostRoot; Calico uses
+    /// /run/calico/cgroup).
+    #[arg(long, value_name = "PATH", default_value = "/run/cilium/cgroupv2")]
+    pub path: PathBuf,
+
+    /// The process whose cgroup and mount namespaces are the node's.
+    #[arg(long, value_name = "PID", default_value_t = 1)]
+    pub target_pid: u32,
+
+    /// Make the changes. Without it, nothing on the host is changed.
+    #[arg(long)]
+    pub apply: bool,
+
+    /// Also detach CNI-owned socket-LB programs attached below the root.
+    #[arg(long)]
+    pub detach_misattached: bool,
+
+    /// Also remove Cilium's pinned cgroup links (BPFFS/cilium/socketlb/links/
+    /// cgroup/) that point at a cgroup other than the root.
+    #[arg(long)]
+    pub unpin_stale_links: bool,
+
+    /// Where bpffs is mounted.
+    #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
+    pub bpffs: PathBuf,
+
+    /// The procfs whose processes include the target.
+    #[arg(long, value_name = "PROC", default_value = "/proc")]
+    pub proc: PathBuf,
+
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+
+    /// Program-name prefixes never to touch (as for audit).
+    #[arg(long, value_name = "PREFIX")]
+    pub allow: Vec<String>,
+
+    /// Node name for the restart hint [default: $NODE_NAME, else the hostname].
+    #[arg(long, env = "NODE_NAME", value_name = "NAME")]
+    pub node_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +149,13 @@ pub struct AuditArgs {
 
     #[command(flatten)]
     pub scan: ScanArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Remediate {
+    Off,
+    DryRun,
+    On,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,6 +183,13 @@ pub struct RunArgs {
     /// Do not trace bpf() calls: audit on the interval only.
     #[arg(long)]
     pub no_tracing: bool,
+
+    /// What to do about a CNI cgroup2 mount rooted below the root
+    /// (cgroup_mount_not_root): nothing, plan the remount and log it, or
+    /// remount (as `agent remount --apply`), at most once per path every 5
+    /// minutes. Programs are never detached by the daemon.
+    #[arg(long, value_enum, default_value_t = Remediate::Off)]
+    pub remediate: Remediate,
 
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]

@@ -21,9 +21,10 @@ use rand::Rng;
 use tokio::sync::{mpsc, watch};
 
 use crate::audit::{check_proc, scan_options};
-use crate::cli::{LogFormat, RunArgs};
-use crate::findings::Policy;
+use crate::cli::{LogFormat, Remediate, RunArgs};
+use crate::findings::{Kind, Policy};
 use crate::metrics::Metrics;
+use crate::remount::{self, Outcome, plan::Action};
 use crate::report::Report;
 use crate::scan;
 use crate::snapshot::AttachRecord;
@@ -36,6 +37,8 @@ pub const DEBOUNCE: Duration = Duration::from_millis(100);
 const RETRY: Duration = Duration::from_secs(1);
 /// Attach events kept for "who attached what".
 const EVENTS_KEPT: usize = 1024;
+/// At most one remediation per mount path in this window.
+const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
 
 struct State {
     metrics: Metrics,
@@ -59,7 +62,8 @@ impl State {
     }
 }
 
-fn init_logging(format: LogFormat) {
+/// Logs to stderr, filtered by RUST_LOG (default info).
+pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -209,11 +213,65 @@ async fn wait_for_signal() {
 pub struct LoopArgs {
     scan: crate::cli::ScanArgs,
     interval: Duration,
+    remediate: Remediate,
 }
 
 impl RunArgs {
     fn clone_for_loop(&self) -> LoopArgs {
-        LoopArgs { scan: self.scan.clone(), interval: self.interval }
+        LoopArgs { scan: self.scan.clone(), interval: self.interval, remediate: self.remediate }
+    }
+}
+
+/// Plans (and with `--remediate on`, applies) the remount of each CNI mount
+/// the audit found rooted below the root, at most once per path per window.
+/// The remount runs in the single-threaded helper process, as for the CLI.
+async fn remediate(
+    args: &LoopArgs,
+    state: &State,
+    report: &Report,
+    last: &mut std::collections::HashMap<String, Instant>,
+) {
+    if args.remediate == Remediate::Off {
+        return;
+    }
+    let paths: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::CgroupMountNotRoot)
+        .filter_map(|f| f.mount_point.clone())
+        .filter(|p| crate::mounts::cni_mount_owner(std::path::Path::new(p)).is_some())
+        .collect();
+    for path in paths {
+        if last.get(&path).is_some_and(|t| t.elapsed() < REMEDIATION_EVERY) {
+            continue;
+        }
+        last.insert(path.clone(), Instant::now());
+        let proc = args.scan.proc.clone();
+        let apply = args.remediate == Remediate::On;
+        let p = std::path::PathBuf::from(&path);
+        let done = tokio::task::spawn_blocking(move || {
+            let plan = remount::make_plan(&proc, 1, &p).map_err(|e| (Outcome::Failed, e.to_string()))?;
+            match plan.action {
+                Action::Nothing => Ok((Outcome::NothingToDo, plan.reason)),
+                Action::Refuse => Err((Outcome::Refused, plan.reason)),
+                _ if !apply => Ok((Outcome::DryRun, plan.reason)),
+                _ => remount::apply(&proc, 1, &plan)
+                    .map(|after| (Outcome::Done, format!("{}; now {after}", plan.reason)))
+                    .map_err(|e| (Outcome::Failed, e)),
+            }
+        })
+        .await
+        .unwrap_or_else(|e| Err((Outcome::Failed, e.to_string())));
+        let (outcome, detail) = match done {
+            Ok(x) | Err(x) => x,
+        };
+        state.metrics.remediation("remount", outcome.as_str());
+        match outcome {
+            Outcome::Failed | Outcome::Refused => {
+                tracing::error!(action = "remount", path, result = outcome.as_str(), detail, "remediation")
+            }
+            _ => tracing::warn!(action = "remount", path, result = outcome.as_str(), detail, "remediation"),
+        }
     }
 }
 
@@ -226,6 +284,7 @@ async fn audit_loop(
     let policy = Policy { allow: args.scan.allow.clone() };
     let mut trigger = "startup";
     let mut last_summary = String::new();
+    let mut remediated = std::collections::HashMap::new();
     loop {
         let events = state.events();
         let mut opts = scan_options(&args.scan);
@@ -252,6 +311,7 @@ async fn audit_loop(
                 last_summary = summary;
                 *state.latest.write().unwrap_or_else(|e| e.into_inner()) = Some(report.to_json());
                 state.ready.store(true, Ordering::Relaxed);
+                remediate(&args, &state, &report, &mut remediated).await;
                 jittered(args.interval)
             }
             Ok(Err(e)) => {

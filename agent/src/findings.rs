@@ -88,6 +88,8 @@ pub struct Finding {
     pub processes: Vec<ProcessRef>,
     /// How many things the finding covers (pods for pods_without_socket_lb).
     pub count: Option<u64>,
+    /// The mount point, for cgroup_mount_not_root.
+    pub mount_point: Option<String>,
     /// The process whose bpf() call made this attachment, when the daemon's
     /// event tracing saw it (always null for one-shot audits).
     pub attached_by: Option<Actor>,
@@ -112,6 +114,7 @@ impl Finding {
             qos: None,
             processes: Vec::new(),
             count: None,
+            mount_point: None,
             attached_by: None,
             message,
             remediation,
@@ -192,7 +195,8 @@ fn prog_name(snap: &Snapshot, id: u32) -> String {
 }
 
 const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
-Remount cgroup2 at the CNI's path from PID 1's namespaces (`nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt mount -t cgroup2 none /run/cilium/cgroupv2`), \
+Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed below the root \
+(`agent remount --apply --detach-misattached --unpin-stale-links`), \
 keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
 
 fn where_(a: &Attribution, cgroup: &str) -> String {
@@ -349,12 +353,13 @@ fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
             }
         );
         let remediation = format!(
-            "Replace the mount with one made from PID 1's cgroup and mount namespaces: \
-             `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`; \
+            "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
+             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`); \
              on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`.",
             mp = m.mount_point.display()
         );
         let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
+        f.mount_point = Some(m.mount_point.display().to_string());
         f.owner = match cni {
             Some("cilium") => Some(Owner::Cilium),
             Some("calico") => Some(Owner::Calico),

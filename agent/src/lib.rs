@@ -14,6 +14,7 @@ pub mod findings;
 pub mod metrics;
 pub mod mounts;
 pub mod owner;
+pub mod remount;
 pub mod report;
 pub mod scan;
 pub mod snapshot;

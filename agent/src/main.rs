@@ -8,6 +8,8 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Audit(args) => agent::audit::main(args),
         Command::Run(args) => agent::daemon::main(args),
+        Command::Remount(args) => agent::remount::command::main(args),
+        Command::RemountHelper(args) => agent::remount::helper::main(args),
     };
     ExitCode::from(code)
 }

@@ -47,6 +47,7 @@ pub struct Metrics {
     attach_events: IntCounterVec,
     events_lost: IntCounter,
     tracing_active: IntGauge,
+    remediations: IntCounterVec,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -118,6 +119,11 @@ impl Metrics {
                 "event_tracing_active",
                 "1 when bpf() event tracing runs, 0 when the daemon only polls.",
             ),
+            remediations: counter_vec(
+                "remediations_total",
+                "Remediations planned or made by the daemon (--remediate), by action and result.",
+                &["action", "result"],
+            ),
             registry: r,
         };
         for (kind, severity) in FINDING_SERIES {
@@ -137,8 +143,15 @@ impl Metrics {
         for cmd in ["link_update", "link_detach"] {
             m.attach_events.with_label_values(&[cmd, "none"]);
         }
+        for result in ["nothing_to_do", "dry_run", "done", "refused", "failed"] {
+            m.remediations.with_label_values(&["remount", result]);
+        }
         m.zero_attachments();
         m
+    }
+
+    pub fn remediation(&self, action: &str, result: &str) {
+        self.remediations.with_label_values(&[action, result]).inc();
     }
 
     /// Socket-LB hooks of the CNIs at and below the root: known in advance.

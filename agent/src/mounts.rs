@@ -12,6 +12,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
     pub mount_id: i32,
+    pub parent_id: i32,
     /// Major:minor of the filesystem (all cgroup2 mounts share one superblock).
     pub majmin: String,
     /// Field 4: the directory of the filesystem mounted here.
@@ -59,6 +60,7 @@ pub fn parse_mountinfo(text: &str) -> Result<Vec<Mount>, MountinfoError> {
                 .map_err(|_| MountinfoError { line_no: i + 1, line: line.to_owned() })?;
             Ok(Mount {
                 mount_id: m.mnt_id,
+                parent_id: m.pid,
                 majmin: m.majmin,
                 root: unescape(&m.root),
                 mount_point: PathBuf::from(unescape(&m.mount_point.to_string_lossy())),
@@ -77,6 +79,13 @@ impl Mount {
     pub fn cni_owner(&self) -> Option<&'static str> {
         cni_mount_owner(&self.mount_point)
     }
+}
+
+/// The mount on top at `path` (others may be stacked below it): the one no
+/// other mount at the same point is mounted on.
+pub fn top_mount_at<'a>(mounts: &'a [Mount], path: &std::path::Path) -> Option<&'a Mount> {
+    let at: Vec<&Mount> = mounts.iter().filter(|m| m.mount_point == path).collect();
+    at.iter().copied().find(|m| !at.iter().any(|o| o.parent_id == m.mount_id))
 }
 
 /// The CNI that mounts cgroup2 at `path` to attach its socket-LB programs
@@ -149,6 +158,20 @@ mod tests {
         let err = parse_mountinfo("41 31 0:38 / /sys/fs/cgroup/unified rw\n").unwrap_err();
         assert_eq!(err.line_no, 1);
         assert!(err.to_string().contains("malformed"));
+    }
+
+    #[test]
+    fn top_of_stacked_mounts_is_the_one_mounted_last_on_the_point() {
+        let text = "\
+27 1 254:0 / / rw - ext4 /dev/vda rw
+90 27 0:40 / /run rw - tmpfs tmpfs rw
+91 90 0:38 / /run/cilium/cgroupv2 rw - cgroup2 none rw
+92 91 0:38 /kubepods/pod1/ctr /run/cilium/cgroupv2 rw - cgroup2 none rw
+";
+        let m = parse_mountinfo(text).unwrap();
+        let top = top_mount_at(&m, std::path::Path::new("/run/cilium/cgroupv2")).unwrap();
+        assert_eq!(top.mount_id, 92);
+        assert!(top_mount_at(&m, std::path::Path::new("/run/calico/cgroup")).is_none());
     }
 
     #[test]

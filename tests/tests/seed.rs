@@ -4,66 +4,10 @@
 //! which is really its container's cgroup.
 
 use std::fs;
-use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use integration_tests::*;
 use serde_json::Value;
-
-const POD_UID: &str = "f8371831-8021-4722-af27-93c925d25a14";
-const CONTAINER: &str = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
-const OTHER_POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
-const OTHER_CONTAINER: &str = "5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13";
-
-fn cilium_pod() -> String {
-    format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice", POD_UID.replace('-', "_"))
-}
-
-fn cilium_container() -> String {
-    format!("{}/cri-containerd-{CONTAINER}.scope", cilium_pod())
-}
-
-/// The seed, reproduced: returns the node sandbox, the test cgroup, the
-/// attachments (detached on drop) and the temp dir of the fake agent binary.
-struct Seed {
-    attached: Vec<Attached>,
-    _progs: Vec<Prog>,
-    sandbox: Sandbox,
-    _bin: tempfile::TempDir,
-    t: TestCgroup,
-}
-
-fn seed() -> Seed {
-    let t = TestCgroup::new("seed");
-    let ctr = t.mkdir(&cilium_container());
-    t.mkdir(&format!(
-        "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-{OTHER_CONTAINER}.scope",
-        OTHER_POD_UID.replace('-', "_")
-    ));
-    // A process whose comm is "cilium-agent", as a CNI agent's would be.
-    let bin = tempfile::tempdir().expect("tempdir");
-    let fake = bin.path().join("cilium-agent");
-    fs::copy(which("sleep").expect("sleep"), &fake).expect("copy sleep");
-
-    // The node: PID 1 of a sandbox. The "agent" joins its container cgroup,
-    // unshares only its cgroup namespace, and mounts cgroup2 in the node's
-    // mount namespace, exactly what a CNI agent in a private cgroupns does.
-    let sandbox = Sandbox::new(&format!(
-        r#"mount -t tmpfs tmpfs /run
-mkdir -p /run/cilium/cgroupv2
-sh -c 'echo $$ > "$0/cgroup.procs" && exec unshare --cgroup sh -c "mount -t cgroup2 none /run/cilium/cgroupv2 && exec $1 infinity"' '{ctr}' '{fake}' &
-i=0; until grep -q ' /run/cilium/cgroupv2 ' /proc/self/mountinfo; do i=$((i+1)); [ $i -lt 200 ]; sleep 0.05; done"#,
-        ctr = ctr.display(),
-        fake = fake.display(),
-    ));
-
-    // Attach "at the root" of the agent's mount, as Cilium does.
-    let mount_top = sandbox.path("/run/cilium/cgroupv2");
-    assert_eq!(cgroup_id(&mount_top), cgroup_id(&ctr), "the namespaced mount must be rooted at the container");
-    let progs = load_cilium_socket_lb();
-    let attached = progs.iter().map(|p| Attached::new_fd(open_dir(&mount_top) as OwnedFd, p, 0)).collect();
-    Seed { attached, _progs: progs, sandbox, _bin: bin, t }
-}
 
 fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["findings"].as_array().expect("findings").iter().filter(|f| f["kind"] == kind).collect()
@@ -74,7 +18,7 @@ fn seed_misattachment_is_found_attributed_and_explained() {
     if !can_run(&["unshare", "nsenter"]) {
         return;
     }
-    let s = seed();
+    let s = SeedNode::new("seed");
     let root = s.t.path.to_str().unwrap();
     let run = s.sandbox.agent(&["audit", "--cgroup-root", root, "--output", "json"]);
     assert_eq!(run.code, 1, "a misattachment is a problem (exit 1): {}\n{}", run.stderr, run.stdout);
@@ -92,8 +36,8 @@ fn seed_misattachment_is_found_attributed_and_explained() {
     for f in &below {
         assert_eq!(f["severity"], "critical");
         assert_eq!(f["cgroup"], cilium_container());
-        assert_eq!(f["pod_uid"], POD_UID);
-        assert_eq!(f["container_id"], CONTAINER);
+        assert_eq!(f["pod_uid"], SEED_POD_UID);
+        assert_eq!(f["container_id"], SEED_CONTAINER);
         assert_eq!(f["runtime"], "containerd");
         assert_eq!(f["owner"], "cilium");
         let (name, _) = CILIUM_SOCKET_LB.iter().find(|(_, h)| *h == f["attach_type"]).unwrap();
@@ -122,7 +66,7 @@ fn seed_misattachment_is_found_attributed_and_explained() {
     let agent = findings(&report, "cni_agent_private_cgroupns");
     assert_eq!(agent.len(), 1, "{report:#}");
     assert_eq!(agent[0]["processes"][0]["comm"], "cilium-agent");
-    assert_eq!(agent[0]["pod_uid"], POD_UID);
+    assert_eq!(agent[0]["pod_uid"], SEED_POD_UID);
 
     // Every attachment is listed, with cgroup paths relative to the root.
     let atts = report["attachments"].as_array().unwrap();
@@ -135,7 +79,7 @@ fn seed_table_output_leads_with_the_verdict() {
     if !can_run(&["unshare", "nsenter"]) {
         return;
     }
-    let s = seed();
+    let s = SeedNode::new("seed");
     let run = s.sandbox.agent(&["audit", "--cgroup-root", s.t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1);
     eprintln!("{}", run.stdout);
@@ -147,7 +91,7 @@ fn seed_table_output_leads_with_the_verdict() {
     );
     assert!(run.stdout.contains("connect4 cil_sock4_connect (prog "));
     assert!(run.stdout.contains("processes cilium-agent ("));
-    assert!(run.stdout.contains(&format!("pod {POD_UID}")));
+    assert!(run.stdout.contains(&format!("pod {SEED_POD_UID}")));
     // The tree part lists the container's cgroup with its full path.
     assert!(run.stdout.contains(&format!("{}{}", s.t.path.display(), cilium_container())));
 }
@@ -212,7 +156,7 @@ fn seed_json_matches_the_golden_schema() {
     if !can_run(&["unshare", "nsenter"]) {
         return;
     }
-    let s = seed();
+    let s = SeedNode::new("seed");
     let run = s.sandbox.agent(&["audit", "--cgroup-root", s.t.path.to_str().unwrap(), "--output", "json"]);
     let mut report = run.json();
     normalise(&mut report, &s.t.path);

@@ -338,6 +338,15 @@ pub fn prog_detach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u3
     unsafe { sys_bpf("BPF_PROG_DETACH", bpf_cmd::BPF_PROG_DETACH, &mut attr) }.map(drop)
 }
 
+/// `BPF_LINK_DETACH` (5.9): ends a link's attachment even while pins or
+/// other fds keep the link object itself alive (it then reads as defunct).
+pub fn link_detach(link: BorrowedFd<'_>) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.link_detach.link_fd = link.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_LINK_DETACH", bpf_cmd::BPF_LINK_DETACH, &mut attr) }.map(drop)
+}
+
 /// `BPF_LINK_CREATE` of a cgroup link (5.7). The link lives as long as its fd
 /// or a pin does.
 pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {

@@ -1,0 +1,196 @@
+//! The `agent remount` command: plan, optionally apply, report.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use serde::Serialize;
+
+use super::plan::{Action, PathState, Plan};
+use super::programs::{self, Detach, Unpin};
+use super::{Outcome, apply, make_plan};
+use crate::cli::{Output, RemountArgs};
+use crate::mounts::cni_mount_owner;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RemountReport {
+    pub target_pid: u32,
+    pub applied: bool,
+    pub plan: Plan,
+    pub outcome: Outcome,
+    /// What the path holds after applying.
+    pub after: Option<PathState>,
+    pub error: Option<String>,
+    pub detach: Vec<Detach>,
+    pub unpin: Vec<Unpin>,
+    /// What the user should do next, when something changed or would.
+    pub next_step: Option<String>,
+}
+
+impl RemountReport {
+    /// 0 nothing to do or done; 1 a change is needed (dry run); 2 refused or failed.
+    pub fn exit_code(&self) -> u8 {
+        let failed = |r: &str| r != "dry_run" && r != "done";
+        if matches!(self.outcome, Outcome::Refused | Outcome::Failed)
+            || self.detach.iter().any(|d| failed(&d.result))
+            || self.unpin.iter().any(|u| failed(&u.result))
+        {
+            return 2;
+        }
+        let pending = self.outcome == Outcome::DryRun
+            || self.detach.iter().any(|d| d.result == "dry_run")
+            || self.unpin.iter().any(|u| u.result == "dry_run");
+        u8::from(pending)
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let verb = match self.outcome {
+            Outcome::NothingToDo => "OK",
+            Outcome::DryRun => "CHANGE NEEDED (dry run, nothing changed; add --apply)",
+            Outcome::Done => "DONE",
+            Outcome::Refused => "REFUSED",
+            Outcome::Failed => "FAILED",
+        };
+        let _ = writeln!(s, "{verb}: {} (target pid {})", self.plan.path.display(), self.target_pid);
+        let _ = writeln!(s, "    plan:  {} - {}", self.plan.action.as_str(), self.plan.reason);
+        if let Some(after) = &self.after {
+            let _ = writeln!(s, "    after: {after}");
+        }
+        if let Some(e) = &self.error {
+            let _ = writeln!(s, "    error: {e}");
+        }
+        for d in &self.detach {
+            let _ = writeln!(
+                s,
+                "detach {} {} (prog {}{}) at {}: {}",
+                d.attach_type,
+                d.prog_name.as_deref().unwrap_or("?"),
+                d.prog_id,
+                d.link_id.map(|l| format!(", link {l}")).unwrap_or_default(),
+                d.cgroup,
+                d.result
+            );
+        }
+        for u in &self.unpin {
+            let _ = writeln!(
+                s,
+                "unpin {} (link {} of {}, cgroup id {}): {}",
+                u.pin.display(),
+                u.link_id,
+                u.prog_name,
+                u.cgroup_id,
+                u.result
+            );
+        }
+        if let Some(n) = &self.next_step {
+            let _ = writeln!(s, "next:  {n}");
+        }
+        s
+    }
+}
+
+fn restart_hint(path: &std::path::Path, node: &str) -> String {
+    match cni_mount_owner(path) {
+        Some("calico") => format!(
+            "restart the CNI agent on this node so it attaches at the root: kubectl -n calico-system delete pod -l k8s-app=calico-node --field-selector spec.nodeName={node}"
+        ),
+        _ => format!(
+            "restart the CNI agent on this node so it attaches at the root: kubectl -n kube-system delete pod -l k8s-app=cilium --field-selector spec.nodeName={node}"
+        ),
+    }
+}
+
+/// Plans, applies when asked, and reports. `Err`: could not even plan.
+pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
+    let plan = make_plan(&args.proc, args.target_pid, &args.path).map_err(|e| e.to_string())?;
+    let mut report = RemountReport {
+        target_pid: args.target_pid,
+        applied: args.apply,
+        outcome: Outcome::NothingToDo,
+        after: None,
+        error: None,
+        detach: Vec::new(),
+        unpin: Vec::new(),
+        next_step: None,
+        plan,
+    };
+    let before = report.plan.state.to_string();
+    report.outcome = match report.plan.action {
+        Action::Nothing => Outcome::NothingToDo,
+        Action::Refuse => Outcome::Refused,
+        _ if !args.apply => Outcome::DryRun,
+        _ => match apply(&args.proc, args.target_pid, &report.plan) {
+            Ok(after) => {
+                tracing::info!(action = report.plan.action.as_str(), path = %args.path.display(), before, after = %after, result = "done", "remount");
+                report.after = Some(after);
+                Outcome::Done
+            }
+            Err(e) => {
+                tracing::error!(action = report.plan.action.as_str(), path = %args.path.display(), before, error = %e, result = "failed", "remount");
+                report.error = Some(e);
+                Outcome::Failed
+            }
+        },
+    };
+    if matches!(report.outcome, Outcome::Refused | Outcome::Failed) {
+        return Ok(report);
+    }
+
+    if args.detach_misattached {
+        let (root, found) = programs::misattached(&args.proc, &args.allow)?;
+        for mut d in found {
+            if args.apply {
+                d.result = match programs::detach(&root, &d) {
+                    Ok(()) => "done".into(),
+                    Err(e) => e,
+                };
+                tracing::info!(action = "detach", cgroup = %d.cgroup, attach_type = d.attach_type.name(), prog_id = d.prog_id, link_id = d.link_id, result = %d.result, "detach");
+            }
+            report.detach.push(d);
+        }
+    }
+    if args.unpin_stale_links {
+        for mut u in programs::stale_pins(&args.bpffs, report.plan.reference_root_id, &args.allow)? {
+            if args.apply {
+                u.result = match std::fs::remove_file(&u.pin) {
+                    Ok(()) => "done".into(),
+                    Err(e) => format!("unlink {}: {e}", u.pin.display()),
+                };
+                tracing::info!(action = "unpin", pin = %u.pin.display(), link_id = u.link_id, cgroup_id = u.cgroup_id, result = %u.result, "unpin");
+            }
+            report.unpin.push(u);
+        }
+    }
+    let acted = report.plan.action.changes_something() || !report.detach.is_empty() || !report.unpin.is_empty();
+    if acted {
+        let node = args.node_name.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_owned()).unwrap_or_default()
+        });
+        let restart = restart_hint(&args.path, &node);
+        report.next_step = Some(if args.apply { restart } else { format!("run again with --apply, then {restart}") });
+    }
+    Ok(report)
+}
+
+/// `agent remount`: prints the report and returns the exit code.
+pub fn main(args: &RemountArgs) -> u8 {
+    crate::daemon::init_logging(crate::cli::LogFormat::Text);
+    let report = match remount(args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent remount: error: {e}");
+            return 2;
+        }
+    };
+    let text = match args.output {
+        Output::Table => report.to_table(),
+        Output::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(e) = &report.error {
+        eprintln!("agent remount: {e}");
+    } else if report.outcome == Outcome::Refused {
+        eprintln!("agent remount: refused: {}", report.plan.reason);
+    }
+    report.exit_code()
+}
