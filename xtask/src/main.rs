@@ -4,6 +4,8 @@
 //! - `cargo xtask audit [ARGS]`: build the agent and run `agent audit ARGS` here.
 //! - `cargo xtask test`: lints, unit tests, then the privileged real-kernel suite.
 //! - `cargo xtask build`: the release binary, `target/release/agent`.
+//! - `cargo xtask dist`: the static, stripped binary that ships.
+//! - `cargo xtask image`: the container image, built offline with podman.
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
 //! The agent embeds its eBPF object, built by agent/build.rs with nightly's
@@ -48,6 +50,12 @@ enum Task {
         #[arg(long)]
         quick: bool,
     },
+    /// Build the shipped binary: fully static (x86_64-unknown-linux-musl),
+    /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
+    Dist,
+    /// Build the container image localhost/cgaudit:VERSION from the static
+    /// binary and ./Containerfile, offline, with podman.
+    Image,
     /// Build the release agent (target/release/agent), installing the eBPF
     /// toolchain first if needed.
     Build,
@@ -64,7 +72,25 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("nsenter", "util-linux"),
     ("setpriv", "util-linux"),
     ("promtool", "prometheus"),
+    ("prometheus", "prometheus"),
+    ("sshd", "openssh-server"),
+    ("ssh", "openssh-client"),
+    ("ssh-keygen", "openssh-client"),
+    // crun (podman's default) cannot start non-privileged containers on hosts
+    // without CAP_SYS_RESOURCE: it raises RLIMIT_MEMLOCK for its device filter.
+    ("runc", "runc"),
 ];
+
+/// The static target the shipped binary is built for.
+const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
+
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+fn image_tag() -> String {
+    format!("localhost/cgaudit:{}", version())
+}
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
@@ -169,6 +195,23 @@ fn ebpf_toolchain() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// pip installs what the manifest tests use (kubernetes-validate brings
+/// PyYAML); kubectl (for `kubectl kustomize`) comes with this machine's image.
+fn python_tools() -> Result<()> {
+    let have = Command::new("python3")
+        .args(["-c", "import kubernetes_validate, yaml"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("xtask: installing kubernetes-validate from PyPI");
+        run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "kubernetes-validate==1.37.0"]))?;
+    }
+    if !on_path("kubectl") {
+        bail!("kubectl is missing (it renders deploy/ with `kubectl kustomize`); install kubectl >= 1.14");
+    }
+    Ok(())
+}
+
 /// apt-get installs the packages of any missing test tool.
 fn setup() -> Result<()> {
     let mut packages: Vec<&str> = TEST_TOOLS.iter().filter(|(tool, _)| !on_path(tool)).map(|(_, pkg)| *pkg).collect();
@@ -250,6 +293,55 @@ fn cargo() -> Command {
     c
 }
 
+fn dist() -> Result<PathBuf> {
+    ebpf_toolchain()?;
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if !installed.lines().any(|l| l.trim() == STATIC_TARGET) {
+        eprintln!("xtask: installing the {STATIC_TARGET} target");
+        run(Command::new("rustup").args(["target", "add", STATIC_TARGET]))?;
+    }
+    run(cargo().args(["build", "--profile", "dist", "--target", STATIC_TARGET, "--package", "agent"]))?;
+    let bin = workspace_root().join(format!("target/{STATIC_TARGET}/dist/agent"));
+    let size = std::fs::metadata(&bin)?.len();
+    eprintln!("xtask: static binary {} ({:.1} MiB)", bin.display(), size as f64 / 1048576.0);
+    Ok(bin)
+}
+
+/// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
+/// refuses) inside a private mount namespace with cgroup2 mounted there.
+fn podman(args: &[&str]) -> Command {
+    let hybrid = !std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains(" /sys/fs/cgroup ") && l.contains(" - cgroup2 "));
+    if !hybrid {
+        let mut c = Command::new("podman");
+        c.args(args);
+        return c;
+    }
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect();
+    let mut c = Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!("mount -t cgroup2 none /sys/fs/cgroup && exec podman {}", quoted.join(" ")));
+    c
+}
+
+fn image() -> Result<String> {
+    if !on_path("podman") {
+        setup()?;
+    }
+    let bin = dist()?;
+    let ctx = workspace_root().join("target/image");
+    std::fs::create_dir_all(&ctx)?;
+    std::fs::copy(&bin, ctx.join("agent"))?;
+    std::fs::copy(workspace_root().join("Containerfile"), ctx.join("Containerfile"))?;
+    let tag = image_tag();
+    let ctx_s = ctx.to_str().context("utf-8 path")?;
+    run(&mut podman(&["build", "--quiet", "--tag", &tag, "--file", &format!("{ctx_s}/Containerfile"), ctx_s]))?;
+    eprintln!("xtask: image {tag}");
+    Ok(tag)
+}
+
 fn build() -> Result<()> {
     ebpf_toolchain()?;
     run(cargo().args(["build", "--release", "--package", "agent"]))
@@ -287,6 +379,7 @@ fn test(args: &[String]) -> Result<()> {
         bail!("the integration suite creates cgroups and loads BPF programs: run `cargo xtask test` as root");
     }
     setup()?;
+    python_tools()?;
     ebpf_toolchain()?;
     let mut tally = Tally::default();
     let result = (|| {
@@ -305,6 +398,9 @@ fn test(args: &[String]) -> Result<()> {
         run_tests(cargo().args(["test", "--package", "agent", "--package", "xtask"]), &mut tally)?;
         run(cargo().args(["build", "--package", "agent"]))?;
         let agent = workspace_root().join("target/debug/agent");
+        // What ships is tested too: the static binary (over ssh) and the image.
+        let static_agent = dist()?;
+        let tag = image()?;
         // One test at a time: the tests share one kernel, and some audit the
         // whole node, which another test's programs would disturb.
         run_tests(
@@ -312,6 +408,8 @@ fn test(args: &[String]) -> Result<()> {
                 .args(["test", "--package", "integration-tests", "--", "--test-threads=1"])
                 .args(args)
                 .env("CGAUDIT_AGENT", &agent)
+                .env("CGAUDIT_AGENT_STATIC", &static_agent)
+                .env("CGAUDIT_IMAGE", &tag)
                 .env("RUST_BACKTRACE", "1"),
             &mut tally,
         )
@@ -332,8 +430,10 @@ fn main() -> ExitCode {
         Task::Audit { args } => audit(&args),
         Task::Test { args } => test(&args).map(|()| ExitCode::SUCCESS),
         Task::Build => build().map(|()| ExitCode::SUCCESS),
+        Task::Dist => dist().map(|_| ExitCode::SUCCESS),
+        Task::Image => image().map(|_| ExitCode::SUCCESS),
         Task::Bench { quick } => bench(quick).map(|()| ExitCode::SUCCESS),
-        Task::Setup => ebpf_toolchain().and_then(|_| setup()).map(|()| ExitCode::SUCCESS),
+        Task::Setup => ebpf_toolchain().and_then(|_| setup()).and_then(|()| python_tools()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
