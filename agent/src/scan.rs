@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -186,6 +186,97 @@ fn pid1_cgroup_mounts(proc: &Path, audit_root: &AuditRoot, errors: &mut Vec<Scan
         .collect()
 }
 
+impl From<&WalkError> for ScanError {
+    fn from(e: &WalkError) -> ScanError {
+        ScanError { op: e.op.clone(), path: e.cgroup.clone(), message: e.error.clone() }
+    }
+}
+
+/// What one walk collects.
+#[derive(Default)]
+struct Found {
+    attachments: Vec<Attachment>,
+    pods: Vec<PodCgroup>,
+    processes: BTreeMap<String, Vec<ProcessRef>>,
+    paths: HashMap<u64, String>,
+}
+
+impl Found {
+    /// Adds what a second walk (over other hooks) found.
+    fn merge(&mut self, more: Found) {
+        self.attachments.extend(more.attachments);
+        for pod in more.pods {
+            match self.pods.iter_mut().find(|p| p.cgroup == pod.cgroup) {
+                Some(p) => p.effective_connect.extend(pod.effective_connect),
+                None => self.pods.push(pod),
+            }
+        }
+        for (cgroup, procs) in more.processes {
+            self.processes.entry(cgroup).or_insert(procs);
+        }
+        self.paths.extend(more.paths);
+    }
+}
+
+struct WalkContext<'a> {
+    root_id: u64,
+    /// cgroup ids whose paths are recorded (mount tops, event callers).
+    wanted: &'a HashSet<u64>,
+    proc: &'a Path,
+}
+
+/// Walks every cgroup below `root`, querying the hooks in `support`.
+fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Found, walk::WalkStats) {
+    let mut found = Found::default();
+    let connect: Vec<AttachType> =
+        support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect();
+    let mut raw = Vec::new();
+    let stats = walk::walk(root, ctx.root_id, |path, id, fd| {
+        let fail = |op: &str, e: SyscallError| {
+            if is_gone(&e) {
+                Ok(Visit::Vanished)
+            } else {
+                Err(WalkError { cgroup: path.to_owned(), op: op.to_owned(), error: e.to_string() })
+            }
+        };
+        raw.clear();
+        if let Err(e) = query::attached(fd, support, &mut raw) {
+            return fail("query", e);
+        }
+        let attribution = attribution::attribute(path);
+        if attribution.is_pod_level() && !connect.is_empty() {
+            let mut effective = Vec::new();
+            for &t in &connect {
+                match query::effective(fd, t) {
+                    Ok(ids) => effective.extend(ids),
+                    Err(e) => return fail("query effective", e),
+                }
+            }
+            found.pods.push(PodCgroup {
+                cgroup: path.to_owned(),
+                pod_uid: attribution.pod_uid.unwrap_or_default(),
+                effective_connect: effective,
+            });
+        }
+        if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+            found.processes.insert(path.to_owned(), processes(fd, ctx.proc));
+        }
+        if ctx.wanted.contains(&id) {
+            found.paths.insert(id, path.to_owned());
+        }
+        found.attachments.extend(raw.iter().map(|a| Attachment {
+            cgroup: path.to_owned(),
+            cgroup_id: id,
+            attach_type: a.attach_type,
+            attach_flags: a.flags,
+            prog_id: a.prog_id,
+            link_id: None,
+        }));
+        Ok(Visit::Done)
+    });
+    (found, stats)
+}
+
 /// Scans the node. `Err` only when the audit cannot run at all.
 pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     check_capabilities()?;
@@ -207,65 +298,31 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(opts.name_cgroups.iter().copied())
         .collect();
 
-    let mut attachments = Vec::new();
-    let mut pods = Vec::new();
-    let mut processes_by_cgroup = BTreeMap::new();
-    let mut paths_of_interest: HashMap<u64, String> = HashMap::new();
-    let connect: Vec<AttachType> = ["connect4", "connect6"]
-        .into_iter()
-        .filter_map(AttachType::from_name)
-        .filter(|t| support.supported.contains(t))
-        .collect();
-    let mut raw = Vec::new();
-
-    let stats = walk::walk(root_fd, audit_root.cgroup_id, |path, id, fd| {
-        let fail = |op: &str, e: SyscallError| {
-            if is_gone(&e) {
-                Ok(Visit::Vanished)
-            } else {
-                Err(WalkError { cgroup: path.to_owned(), op: op.to_owned(), error: e.to_string() })
-            }
-        };
-        raw.clear();
-        if let Err(e) = query::attached(fd, &support, &mut raw) {
-            return fail("query", e);
-        }
-        let attribution = attribution::attribute(path);
-        if attribution.is_pod_level() {
-            let mut effective = Vec::new();
-            for &t in &connect {
-                match query::effective(fd, t) {
-                    Ok(ids) => effective.extend(ids),
-                    Err(e) => return fail("query effective", e),
-                }
-            }
-            pods.push(PodCgroup {
-                cgroup: path.to_owned(),
-                pod_uid: attribution.pod_uid.unwrap_or_default(),
-                effective_connect: effective,
-            });
-        }
-        if id != audit_root.cgroup_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
-            processes_by_cgroup.insert(path.to_owned(), processes(fd, &opts.proc));
-        }
-        if wanted.contains(&id) {
-            paths_of_interest.insert(id, path.to_owned());
-        }
-        attachments.extend(raw.iter().map(|a| Attachment {
-            cgroup: path.to_owned(),
-            cgroup_id: id,
-            attach_type: a.attach_type,
-            attach_flags: a.flags,
-            prog_id: a.prog_id,
-            link_id: None,
-        }));
-        Ok(Visit::Done)
-    });
-    errors.extend(stats.errors.iter().map(|e| ScanError {
-        op: e.op.clone(),
-        path: e.cgroup.clone(),
-        message: e.error.clone(),
-    }));
+    // Only hooks that a loaded program's type can use are queried: a hook no
+    // loaded program fits has nothing attached. NB: a program loaded after
+    // this enumeration may be attached mid-walk to a hook skipped here; being
+    // attached, it is still loaded when programs are enumerated again after
+    // the walk, and the hooks its type opens are then walked too.
+    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+    let types_before: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let walked = support.for_prog_types(&types_before);
+    let rewalk_fd = root_fd
+        .try_clone()
+        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), source: e }))?;
+    let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
+    let (mut found, stats) = walk_cgroups(root_fd, &walked, &ctx);
+    let mut vanished = stats.vanished;
+    programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
+    let types_after: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let extra = support.for_prog_types(&types_after).minus(&walked);
+    if !extra.supported.is_empty() {
+        let (more, more_stats) = walk_cgroups(rewalk_fd, &extra, &ctx);
+        vanished += more_stats.vanished;
+        found.merge(more);
+        errors.extend(more_stats.errors.iter().map(ScanError::from));
+    }
+    let Found { mut attachments, pods, processes: processes_by_cgroup, paths: paths_of_interest } = found;
+    errors.extend(stats.errors.iter().map(ScanError::from));
 
     for m in &mut mounts {
         if let MountTop::Known { cgroup_id, cgroup } = &mut m.top {
@@ -273,9 +330,6 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
     }
 
-    // Programs and links are read after the walk: anything the walk saw
-    // attached was loaded before it, so it is in the table unless unloaded.
-    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
     // Full names only where the audit shows them: attached programs, and
     // socket programs (the CNI candidates that rules classify by name).
     let named: BTreeSet<u32> = attachments
@@ -300,7 +354,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         kernel: fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default(),
         root: audit_root,
         cgroups_scanned: stats.scanned,
-        cgroups_vanished: stats.vanished,
+        cgroups_vanished: vanished,
         unsupported_attach_types: support.unsupported,
         attachments,
         programs,
@@ -315,4 +369,40 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         events: Vec::new(),
         errors,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::AttachFlags;
+
+    fn att(cgroup: &str, hook: &str, prog_id: u32) -> Attachment {
+        Attachment {
+            cgroup: cgroup.into(),
+            cgroup_id: 7,
+            attach_type: AttachType::from_name(hook).unwrap(),
+            attach_flags: AttachFlags::Multi,
+            prog_id,
+            link_id: None,
+        }
+    }
+
+    #[test]
+    fn a_second_walk_over_new_hooks_adds_to_the_first() {
+        let pod =
+            |eff: Vec<u32>| PodCgroup { cgroup: "/kubepods/podx".into(), pod_uid: "x".into(), effective_connect: eff };
+        let mut first =
+            Found { attachments: vec![att("/a", "device", 1)], pods: vec![pod(vec![])], ..Found::default() };
+        first.paths.insert(3, "/m".into());
+        let mut more =
+            Found { attachments: vec![att("/a", "connect4", 2)], pods: vec![pod(vec![2])], ..Found::default() };
+        more.processes.insert("/a".into(), vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }]);
+        more.paths.insert(4, "/n".into());
+        first.merge(more);
+        assert_eq!(first.attachments.len(), 2);
+        assert_eq!(first.pods.len(), 1, "the same pod is not counted twice");
+        assert_eq!(first.pods[0].effective_connect, vec![2], "its effective programs from the new hooks are added");
+        assert_eq!(first.processes["/a"][0].comm, "cilium-agent");
+        assert_eq!(first.paths.len(), 2);
+    }
 }

@@ -46,9 +46,15 @@ enum Task {
     /// Print performance figures (release builds): daemon detection latency
     /// with events and with polling, idle CPU and RSS. Needs root.
     Bench {
-        /// Fewer samples and a shorter idle window, for a quick look.
+        /// Fewer samples, smaller trees and a shorter idle window.
         #[arg(long)]
         quick: bool,
+        /// Only the audit-vs-bpftool comparison.
+        #[arg(long)]
+        audit: bool,
+        /// Only the daemon figures.
+        #[arg(long)]
+        daemon: bool,
     },
     /// Build the shipped binary: fully static (x86_64-unknown-linux-musl),
     /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
@@ -359,18 +365,25 @@ fn audit(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::from(status.code().unwrap_or(2) as u8))
 }
 
-fn bench(quick: bool) -> Result<()> {
+fn bench(flags: &[&str]) -> Result<()> {
     if !is_root() {
         bail!("the benchmark creates cgroups and attaches programs: run `cargo xtask bench` as root");
+    }
+    setup()?;
+    for (tool, pkg) in [("strace", "strace"), ("time", "time")] {
+        if !on_path(tool) {
+            eprintln!("xtask: installing Debian package {pkg} for the benchmark");
+            run(Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends", pkg])
+                .env("DEBIAN_FRONTEND", "noninteractive"))?;
+        }
     }
     build()?;
     run(cargo().args(["build", "--release", "--package", "integration-tests", "--bin", "bench"]))?;
     let root = workspace_root();
     let mut cmd = Command::new(root.join("target/release/bench"));
     cmd.env("CGAUDIT_AGENT", root.join("target/release/agent"));
-    if quick {
-        cmd.arg("--quick");
-    }
+    cmd.args(flags);
     run(&mut cmd)
 }
 
@@ -432,7 +445,13 @@ fn main() -> ExitCode {
         Task::Build => build().map(|()| ExitCode::SUCCESS),
         Task::Dist => dist().map(|_| ExitCode::SUCCESS),
         Task::Image => image().map(|_| ExitCode::SUCCESS),
-        Task::Bench { quick } => bench(quick).map(|()| ExitCode::SUCCESS),
+        Task::Bench { quick, audit, daemon } => {
+            let flags: Vec<&str> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon")]
+                .into_iter()
+                .filter_map(|(on, f)| on.then_some(f))
+                .collect();
+            bench(&flags).map(|()| ExitCode::SUCCESS)
+        }
         Task::Setup => ebpf_toolchain().and_then(|_| setup()).and_then(|()| python_tools()).map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -92,6 +92,21 @@ impl AttachType {
         TABLE.iter().find(|e| e.1 == name || e.2 == name).map(|e| AttachType(e.0 as u32))
     }
 
+    /// The program type that can be attached to this hook (bpftool's names, as
+    /// `Program::prog_type` reports them).
+    pub fn prog_type(self) -> &'static str {
+        match self.name() {
+            "ingress" | "egress" => "cgroup_skb",
+            "sock_create" | "post_bind4" | "post_bind6" | "sock_release" => "cgroup_sock",
+            "sock_ops" => "sock_ops",
+            "device" => "cgroup_device",
+            "sysctl" => "cgroup_sysctl",
+            "getsockopt" | "setsockopt" => "cgroup_sockopt",
+            "lsm_cgroup" => "lsm",
+            _ => "cgroup_sock_addr",
+        }
+    }
+
     /// The kernel release that introduced the hook, for "unsupported" messages.
     pub fn since(self) -> &'static str {
         self.entry().4
@@ -191,6 +206,20 @@ mod tests {
         assert_eq!(AttachType::from_name("sock_release").map(AttachType::kernel_value), Some(34));
         assert_eq!(AttachType::from_any_name("cgroup_udp6_recvmsg").map(AttachType::name), Some("recvmsg6"));
         assert_eq!(AttachType::from_name("connect4").map(AttachType::libbpf_name), Some("cgroup_inet4_connect"));
+    }
+
+    #[test]
+    fn every_hook_names_its_program_type() {
+        let t = |n| AttachType::from_name(n).unwrap().prog_type();
+        assert_eq!(t("connect4"), "cgroup_sock_addr");
+        assert_eq!(t("connect_unix"), "cgroup_sock_addr");
+        assert_eq!(t("post_bind6"), "cgroup_sock");
+        assert_eq!(t("sock_release"), "cgroup_sock");
+        assert_eq!(t("device"), "cgroup_device");
+        assert_eq!(t("egress"), "cgroup_skb");
+        assert_eq!(t("setsockopt"), "cgroup_sockopt");
+        let types: std::collections::BTreeSet<&str> = AttachType::all().map(AttachType::prog_type).collect();
+        assert_eq!(types.len(), 8);
     }
 
     #[test]

@@ -123,6 +123,23 @@ pub fn loaded_programs() -> Result<BTreeMap<u32, Program>, SyscallError> {
     Ok(out)
 }
 
+/// Adds programs loaded since `table` was filled (ids only are walked; info
+/// is read for new ids). Returns the ids added.
+pub fn add_new_programs(table: &mut BTreeMap<u32, Program>) -> Result<Vec<u32>, SyscallError> {
+    let mut added = Vec::new();
+    let mut id = 0;
+    while let Some(next) = sys::prog_next_id(id)? {
+        id = next;
+        if let std::collections::btree_map::Entry::Vacant(slot) = table.entry(id)
+            && let Some(p) = program_by_id(id)?
+        {
+            slot.insert(p);
+            added.push(id);
+        }
+    }
+    Ok(added)
+}
+
 /// Every cgroup bpf_link on the node. Links that disappear mid-walk are skipped.
 pub fn cgroup_links() -> Result<Vec<CgroupLinkInfo>, SyscallError> {
     let mut out = Vec::new();

@@ -14,6 +14,25 @@ pub struct Support {
     pub unsupported: Vec<AttachType>,
 }
 
+impl Support {
+    /// The supported hooks that a program of one of `prog_types` can be
+    /// attached to: a hook no loaded program can use has nothing attached.
+    pub fn for_prog_types(&self, prog_types: &std::collections::HashSet<&str>) -> Support {
+        Support {
+            supported: self.supported.iter().copied().filter(|t| prog_types.contains(t.prog_type())).collect(),
+            unsupported: self.unsupported.clone(),
+        }
+    }
+
+    /// Hooks in `self` but not in `other`.
+    pub fn minus(&self, other: &Support) -> Support {
+        Support {
+            supported: self.supported.iter().copied().filter(|t| !other.supported.contains(t)).collect(),
+            unsupported: self.unsupported.clone(),
+        }
+    }
+}
+
 /// Probes each attach type once on `cgroup` (the audit root). Any error other
 /// than EINVAL (EPERM above all) is returned: the audit cannot go on.
 pub fn probe(cgroup: BorrowedFd<'_>) -> Result<Support, SyscallError> {

@@ -1,5 +1,10 @@
 //! `cargo xtask bench`: figures, not pass/fail tests.
 //!
+//! audit: `agent audit` against `bpftool cgroup tree` on synthetic kubepods
+//! hierarchies of 1,000, 10,000 and 50,000 cgroups, side by side in one run:
+//! same attachment set, median and spread of wall time, bpf() calls per
+//! cgroup, peak RSS.
+//!
 //! daemon: detection latency from the bpf() attach call to the metric
 //! changing on /metrics (p50/p99 over N attaches, with event tracing and with
 //! polling only), and idle CPU and peak RSS of `agent run` on a node with
@@ -99,18 +104,14 @@ fn daemon_bench(attaches: usize, idle: Duration) {
     println!("(polling latency is uniform over the interval: with the default 30 s, expect p50 ~15 s, p99 ~30 s)");
 
     println!("\n== agent run: idle cost on a node with 1,000 cgroups, over {idle:?} ==");
+    // 250 pods of 3 containers: 1,000 pod and container cgroups.
     let t = TestCgroup::new("bench-idle");
-    let mut n = 0;
-    'outer: for pod in 0..250 {
+    for pod in 0..250 {
         let base = format!(
             "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{pod:08x}_0000_4000_8000_000000000000.slice"
         );
         for c in 0..3 {
             t.mkdir(&format!("{base}/cri-containerd-{:064x}.scope", pod * 4 + c));
-            n += 4.min(1000 - n).min(if c == 0 { 2 } else { 1 });
-            if n >= 1000 {
-                break 'outer;
-            }
         }
     }
     let total = walk_count(&t.path);
@@ -141,10 +142,280 @@ fn walk_count(p: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
+/// A synthetic node: `n` cgroups in kubepods layouts (systemd slices, pods
+/// of 1-4 containers), with Cilium's socket-LB programs at the top, an
+/// unnamed device program per container (as runc/crun attach), systemd-like
+/// programs on a system slice, and some bpf_links. Everything it attached is
+/// detached on drop, then the tree is removed.
+struct Hierarchy {
+    attached: Vec<(std::path::PathBuf, u32)>,
+    _links: Vec<Link>,
+    progs: Vec<Prog>,
+    dev: Prog,
+    t: TestCgroup,
+    cgroups: usize,
+}
+
+impl Hierarchy {
+    /// `device_every`: a device program on every Nth container (1: all, as
+    /// on a real node; larger: a sparse tree that measures the walk itself).
+    fn build(n: usize, device_every: usize) -> Hierarchy {
+        let t = TestCgroup::new("bench-audit");
+        let dev = Prog::load("", "device");
+        let progs = load_cilium_socket_lb();
+        let mut attached = Vec::new();
+        let mut links = Vec::new();
+        let mut cgroups = 1;
+        let svc = t.mkdir("/system.slice/containerd.service");
+        cgroups += 2;
+        let fw = Prog::load("sd_fw_ingress", "ingress");
+        let bind = Prog::load("sd_bind4", "bind4");
+        links.push(Link::new(&svc, &fw));
+        links.push(Link::new(&svc, &bind));
+        for p in &progs {
+            let cg = open_dir(&t.path);
+            agent::bpf::sys::prog_attach(
+                std::os::fd::AsFd::as_fd(&cg),
+                std::os::fd::AsFd::as_fd(&p.fd),
+                p.hook.kernel_value(),
+                ALLOW_MULTI,
+            )
+            .unwrap();
+            attached.push((t.path.clone(), p.id));
+        }
+        t.mkdir("/kubepods.slice/kubepods-burstable.slice");
+        t.mkdir("/kubepods.slice/kubepods-besteffort.slice");
+        cgroups += 3;
+        let mut pod = 0usize;
+        while cgroups < n {
+            let qos = if pod.is_multiple_of(3) { "besteffort" } else { "burstable" };
+            let base = format!(
+                "/kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{pod:08x}_0000_4000_8000_000000000000.slice"
+            );
+            t.mkdir(&base);
+            cgroups += 1;
+            for c in 0..(1 + pod % 4).min(n - cgroups) {
+                let id = pod * 4 + c;
+                let ctr = t.mkdir(&format!("{base}/cri-containerd-{id:064x}.scope"));
+                if id.is_multiple_of(device_every) {
+                    let fd = open_dir(&ctr);
+                    let (cg, prog) = (std::os::fd::AsFd::as_fd(&fd), std::os::fd::AsFd::as_fd(&dev.fd));
+                    agent::bpf::sys::prog_attach(cg, prog, dev.hook.kernel_value(), ALLOW_MULTI).unwrap();
+                    attached.push((ctr, dev.id));
+                }
+                cgroups += 1;
+            }
+            pod += 1;
+        }
+        let mut progs = progs;
+        progs.push(fw);
+        progs.push(bind);
+        Hierarchy { attached, _links: links, progs, dev, t, cgroups }
+    }
+}
+
+impl Drop for Hierarchy {
+    fn drop(&mut self) {
+        for (path, id) in &self.attached {
+            let prog = if *id == self.dev.id { &self.dev } else { self.progs.iter().find(|p| p.id == *id).unwrap() };
+            if let Ok(f) = std::fs::File::open(path) {
+                let _ = agent::bpf::sys::prog_detach(
+                    std::os::fd::AsFd::as_fd(&f),
+                    std::os::fd::AsFd::as_fd(&prog.fd),
+                    prog.hook.kernel_value(),
+                );
+            }
+        }
+    }
+}
+
+/// (cgroup path, attach type, program id) from either tool.
+type AttachmentSet = std::collections::BTreeSet<(String, String, u64)>;
+
+fn agent_set(json: &str, root: &std::path::Path) -> AttachmentSet {
+    let v: serde_json::Value = serde_json::from_str(json).expect("agent JSON");
+    v["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let rel = a["cgroup"].as_str().unwrap();
+            let full = if rel == "/" { root.display().to_string() } else { format!("{}{rel}", root.display()) };
+            (full, a["attach_type"].as_str().unwrap().to_owned(), a["prog_id"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// Parses `bpftool cgroup tree` text: a path line, then indented
+/// `ID AttachType [AttachFlags] [Name]` lines. (Its JSON mode is not used:
+/// at 1,000 cgroups it takes seconds and gigabytes, at 10,000 it breaks.)
+fn bpftool_set(text: &str) -> AttachmentSet {
+    let mut set = AttachmentSet::new();
+    let mut path = String::new();
+    for line in text.lines().skip(2) {
+        if line.starts_with('/') {
+            path = line.trim_end().to_owned();
+        } else if let [id, t, ..] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            let t = agent::bpf::AttachType::from_any_name(t).unwrap_or_else(|| panic!("attach type {t}"));
+            set.insert((path.clone(), t.name().to_owned(), id.parse().unwrap()));
+        }
+    }
+    set
+}
+
+/// Runs a command under GNU time: (wall seconds, peak RSS KiB, stdout).
+fn timed(cmd: &[&str]) -> (f64, u64, String) {
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%e %M", "--"])
+        .args(cmd)
+        .output()
+        .expect("/usr/bin/time");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    let mut it = last.split_whitespace();
+    let wall: f64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    let rss: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    (wall, rss, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// bpf() syscalls a command makes, from `strace -c`.
+fn bpf_calls(cmd: &[&str]) -> u64 {
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=bpf", "-o", "/dev/stderr", "--"])
+        .args(cmd)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("strace");
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find(|l| l.trim_end().ends_with(" bpf"))
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// One row per size; `bpftool_max`: the largest tree bpftool is run on
+/// (it keeps a copy of vmlinux BTF, ~5 MB, per attached program).
+fn audit_bench(title: &str, sizes: &[usize], device_every: usize, bpftool_max: usize, runs: usize) {
+    println!("== {title}: agent audit vs bpftool cgroup tree, {runs} runs each after a warm-up, alternating ==");
+    println!(
+        "{:>8} {:>8} | {:>10} {:>15} {:>10} {:>9} | {:>10} {:>15} {:>10} {:>9} | {:>7}",
+        "cgroups",
+        "attach",
+        "agent p50",
+        "min-max",
+        "bpf/cg",
+        "RSS MiB",
+        "bpftool",
+        "min-max",
+        "bpf/cg",
+        "RSS MiB",
+        "ratio"
+    );
+    let agent = agent_bin();
+    for &n in sizes {
+        let h = Hierarchy::build(n, device_every);
+        let root = h.t.path.to_str().unwrap().to_owned();
+        let a_cmd = [agent.to_str().unwrap(), "audit", "--output", "json", "--cgroup-root", &root];
+        let b_cmd = ["bpftool", "cgroup", "tree", &root];
+        if n > bpftool_max {
+            let (_, _, a_out) = timed(&a_cmd);
+            let count = agent_set(&a_out, &h.t.path).len();
+            let mut wall: Vec<f64> = (0..runs).map(|_| timed(&a_cmd).0).collect();
+            let rss = (0..1).map(|_| timed(&a_cmd).1).max().unwrap_or(0);
+            println!(
+                "{:>8} {:>8} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>43} |",
+                h.cgroups,
+                count,
+                median(&mut wall),
+                "",
+                bpf_calls(&a_cmd) as f64 / h.cgroups as f64,
+                rss as f64 / 1024.0,
+                format!("not run: would need ~{} GiB", count * 5 / 1024 + 1)
+            );
+            continue;
+        }
+        // Warm-up, and the answers compared.
+        let (_, _, a_out) = timed(&a_cmd);
+        let (_, _, b_out) = timed(&b_cmd);
+        let (a_set, b_set) = (agent_set(&a_out, &h.t.path), bpftool_set(&b_out));
+        assert_eq!(a_set.len(), b_set.len(), "different number of attachments at {n}");
+        assert!(a_set == b_set, "different attachment sets at {n} cgroups");
+        let (mut a_wall, mut b_wall, mut a_rss, mut b_rss) = (Vec::new(), Vec::new(), 0, 0);
+        for _ in 0..runs {
+            let (w, r, _) = timed(&a_cmd);
+            a_wall.push(w);
+            a_rss = a_rss.max(r);
+            let (w, r, _) = timed(&b_cmd);
+            b_wall.push(w);
+            b_rss = b_rss.max(r);
+        }
+        let (a_calls, b_calls) = (bpf_calls(&a_cmd), bpf_calls(&b_cmd));
+        let (a_min, a_max) =
+            (a_wall.iter().cloned().fold(f64::MAX, f64::min), a_wall.iter().cloned().fold(0.0, f64::max));
+        let (b_min, b_max) =
+            (b_wall.iter().cloned().fold(f64::MAX, f64::min), b_wall.iter().cloned().fold(0.0, f64::max));
+        let (a_med, b_med) = (median(&mut a_wall), median(&mut b_wall));
+        println!(
+            "{:>8} {:>8} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>6.1}x",
+            h.cgroups,
+            a_set.len(),
+            a_med,
+            format!("{a_min:.3}-{a_max:.3}"),
+            a_calls as f64 / h.cgroups as f64,
+            a_rss as f64 / 1024.0,
+            b_med,
+            format!("{b_min:.3}-{b_max:.3}"),
+            b_calls as f64 / h.cgroups as f64,
+            b_rss as f64 / 1024.0,
+            b_med / a_med
+        );
+    }
+    println!(
+        "(wall time from GNU time has 10 ms resolution; identical (cgroup, attach type, program) sets checked at each size)"
+    );
+}
+
 fn main() {
-    assert!(can_run(&[]), "the benchmark needs root");
+    assert!(can_run(&["bpftool", "strace"]), "the benchmark needs root, bpftool and strace");
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let (attaches, idle) = if quick { (10, Duration::from_secs(5)) } else { (60, Duration::from_secs(60)) };
-    daemon_bench(attaches, idle);
+    let only = |what: &str| !args.iter().any(|a| a == "--audit" || a == "--daemon") || args.iter().any(|a| a == what);
+    // --probe N: build the N-cgroup tree and show where bpftool's time goes.
+    if let Some(n) = args.iter().position(|a| a == "--probe").and_then(|i| args.get(i + 1)?.parse::<usize>().ok()) {
+        let every = if args.iter().any(|a| a == "--sparse") { 100 } else { 1 };
+        let h = Hierarchy::build(n, every);
+        let root = h.t.path.to_str().unwrap().to_owned();
+        let agent = agent_bin();
+        for cmd in [
+            vec!["bpftool", "cgroup", "tree", &root],
+            vec![agent.to_str().unwrap(), "audit", "--output", "json", "--cgroup-root", &root],
+        ] {
+            let out = std::process::Command::new("strace")
+                .args(["-f", "-c", "-o", "/dev/stderr", "--"])
+                .args(&cmd)
+                .stdout(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            println!("== {}", cmd[0]);
+            println!("{}", String::from_utf8_lossy(&out.stderr).lines().take(12).collect::<Vec<_>>().join("\n"));
+        }
+        return;
+    }
+    if only("--audit") {
+        let sizes: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 50_000] };
+        let runs = if quick { 3 } else { 5 };
+        audit_bench("realistic (a device program per container)", sizes, 1, 1_000, runs);
+        println!();
+        audit_bench("sparse (a device program per 100 containers)", sizes, 100, usize::MAX, runs);
+        println!();
+    }
+    if only("--daemon") {
+        let (attaches, idle) = if quick { (10, Duration::from_secs(5)) } else { (60, Duration::from_secs(60)) };
+        daemon_bench(attaches, idle);
+    }
 }
