@@ -2,39 +2,11 @@
 //! podman container with `--cgroupns=private` mounts cgroup2 and attaches the
 //! socket-LB programs to "its root", which is its container's cgroup.
 
-use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::*;
 
 const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
-
-/// Runs podman in a private mount namespace where cgroup2 is mounted over
-/// /sys/fs/cgroup: crun refuses this machine's hybrid layout otherwise.
-fn podman(args: &[&str]) -> Run {
-    let mut script = String::from("mount -t cgroup2 none /sys/fs/cgroup && exec podman");
-    for a in args {
-        script.push_str(&format!(" '{a}'"));
-    }
-    let mut c = Command::new("unshare");
-    c.args(["-m", "--propagation", "private", "sh", "-c", &script]);
-    run(c)
-}
-
-/// A running container, removed (with its cgroup and links) on drop.
-struct Container {
-    name: String,
-    id: String,
-}
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        let r = podman(&["rm", "--force", "--time", "0", &self.name]);
-        if r.code != 0 {
-            eprintln!("WARNING: podman rm {}: {}", self.name, r.stderr);
-        }
-    }
-}
 
 #[test]
 fn misattachment_from_a_private_cgroupns_container_names_the_container() {
@@ -47,35 +19,17 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
     let agent_copy = bin.path().join("cilium-agent");
     std::fs::copy(env!("CARGO_BIN_EXE_fixture"), &agent_copy).unwrap();
 
-    let name = unique("podman");
     let parent = format!("/{}/kubepods/burstable/pod{POD_UID}", t.path.file_name().unwrap().to_str().unwrap());
-    let started = podman(&[
-        "run",
-        "-d",
-        "--name",
-        &name,
-        "--privileged",
-        "--cgroupns=private",
-        "--cgroup-manager=cgroupfs",
-        "--cgroup-parent",
-        &parent,
-        "--pids-limit=0",
-        "--ulimit",
-        "nofile=20000:20000",
-        "--ulimit",
-        "nproc=4096:4096",
-        "--network=none",
-        "--rootfs",
-        "/:O",
-        agent_copy.to_str().unwrap(),
-        "socket-lb-agent",
-        "/run/cilium/cgroupv2",
-    ]);
-    assert_eq!(started.code, 0, "podman run: {started:?}");
-    let container = Container { name: name.clone(), id: started.stdout.trim().to_owned() };
-    assert_eq!(container.id.len(), 64, "{started:?}");
-    let attached = wait_until(Duration::from_secs(20), || podman(&["logs", &name]).stdout.contains("attached 10"));
-    assert!(attached, "the container never attached: {:?}", podman(&["logs", &name]));
+    let container = Container::run(
+        "podman",
+        &format!(
+            "--privileged --cgroupns=private --cgroup-manager=cgroupfs --cgroup-parent {parent} {PODMAN_LIMITS} \
+             --network=none --rootfs /:O {} socket-lb-agent /run/cilium/cgroupv2",
+            agent_copy.display()
+        ),
+    );
+    let attached = wait_until(Duration::from_secs(20), || container.logs().contains("attached 10"));
+    assert!(attached, "the container never attached: {}", container.logs());
 
     let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");

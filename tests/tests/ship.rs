@@ -323,12 +323,6 @@ fn prometheus_fires_and_resolves_the_misattachment_alert() {
     assert!(resolved, "never resolved: {:?}", alerts(web));
 }
 
-/// podman, wrapped for hybrid hosts as xtask does (crun refuses cgroup v1 at
-/// /sys/fs/cgroup), with runc: crun cannot raise RLIMIT_MEMLOCK here.
-fn podman_script(args: &str) -> String {
-    format!("mount -t cgroup2 none /sys/fs/cgroup && exec podman --runtime runc {args}")
-}
-
 #[test]
 fn image_runs_like_the_daemonset_and_sees_another_containers_misattachment() {
     if !can_run(&["podman", "runc", "unshare", "nsenter"]) {
@@ -338,44 +332,26 @@ fn image_runs_like_the_daemonset_and_sees_another_containers_misattachment() {
     let bin = tempfile::tempdir().unwrap();
     let cni = bin.path().join("cilium-agent");
     std::fs::copy(env!("CARGO_BIN_EXE_fixture"), &cni).unwrap();
-    let name = unique("img-cni");
-    let wrap = |script: String| {
-        let mut c = Command::new("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c", &script]);
-        c
-    };
-    let started = run(wrap(podman_script(&format!(
-        "run -d --name {name} --privileged --cgroupns=private --cgroup-manager=cgroupfs --pids-limit=0 \
-         --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --network=none --rootfs /:O {} socket-lb-agent /run/cilium/cgroupv2",
-        cni.display()
-    ))));
-    assert_eq!(started.code, 0, "{started:?}");
-    let cni_id = started.stdout.trim().to_owned();
-    struct Rm(String);
-    impl Drop for Rm {
-        fn drop(&mut self) {
-            let mut c = Command::new("unshare");
-            c.args([
-                "-m",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &podman_script(&format!("rm --force --time 0 {}", self.0)),
-            ]);
-            let _ = c.output();
-        }
-    }
-    let _rm = Rm(name.clone());
-    let logs = || run(wrap(podman_script(&format!("logs {name}")))).stdout;
-    assert!(wait_until(Duration::from_secs(20), || logs().contains("attached 10")), "{}", logs());
+    let cni_container = Container::run(
+        "img-cni",
+        &format!(
+            "--privileged --cgroupns=private --cgroup-manager=cgroupfs {PODMAN_LIMITS} --network=none --rootfs /:O \
+             {} socket-lb-agent /run/cilium/cgroupv2",
+            cni.display()
+        ),
+    );
+    let cni_id = cni_container.id.clone();
+    let attached = wait_until(Duration::from_secs(20), || cni_container.logs().contains("attached 10"));
+    assert!(attached, "{}", cni_container.logs());
 
     // The agent's image, as the DaemonSet runs it: host PID namespace (a
     // sandbox node here, since this machine's PID 1 is closed to everyone),
     // private cgroup namespace, only the manifest's capabilities, read-only.
     let sb = Sandbox::new("");
+    // runc: crun (podman's default) raises RLIMIT_MEMLOCK for its device
+    // filter, which needs CAP_SYS_RESOURCE, absent on these machines.
     let script = podman_script(&format!(
-        "run --rm --pid=host --cgroupns=private --pids-limit=0 --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
+        "--runtime runc run --rm --pid=host --cgroupns=private {PODMAN_LIMITS} \
          --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE --read-only --security-opt=no-new-privileges \
          --network=none {} audit --output json",
         image()
