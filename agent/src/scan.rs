@@ -243,8 +243,10 @@ fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Fou
         if let Err(e) = query::attached(fd, support, &mut raw) {
             return fail("query", e);
         }
-        let attribution = attribution::attribute(path);
-        if attribution.is_pod_level() && !connect.is_empty() {
+        // Pods only matter when a connect hook is queried (their effective
+        // programs); skip parsing the path otherwise.
+        let attribution = if connect.is_empty() { Default::default() } else { attribution::attribute(path) };
+        if attribution.is_pod_level() {
             let mut effective = Vec::new();
             for &t in &connect {
                 match query::effective(fd, t) {
