@@ -1,4 +1,5 @@
-//! The name of one BTF type, read from a program's BTF blob.
+//! Reading raw BTF: the name of one type in a program's blob, and struct
+//! member offsets and enum values in the kernel's own (`/sys/kernel/btf/vmlinux`).
 //!
 //! The kernel truncates program names to 15 bytes (`cil_sock4_conne`); the
 //! full name is the name of the entry point's `BTF_KIND_FUNC`, which is what
@@ -58,6 +59,200 @@ pub fn type_name(data: &[u8], type_id: u32) -> Option<String> {
     None
 }
 
+/// An index over one BTF blob: where each type's record starts.
+pub struct Types<'a> {
+    types: &'a [u8],
+    strings: &'a [u8],
+    /// Byte offset in `types` of type id `i + 1`.
+    offsets: Vec<u32>,
+}
+
+const KIND_INT: u32 = 1;
+const KIND_PTR: u32 = 2;
+const KIND_ARRAY: u32 = 3;
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+const KIND_ENUM: u32 = 6;
+const KIND_TYPEDEF: u32 = 8;
+const KIND_FUNC: u32 = 12;
+const KIND_VOLATILE: u32 = 9;
+const KIND_CONST: u32 = 10;
+const KIND_RESTRICT: u32 = 11;
+const KIND_TYPE_TAG: u32 = 18;
+const KIND_ENUM64: u32 = 19;
+
+/// What a lookup in the kernel's BTF did not find.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BtfError {
+    #[error("not a BTF blob")]
+    Malformed,
+    #[error("no {0} in the kernel's BTF")]
+    Missing(String),
+}
+
+impl<'a> Types<'a> {
+    pub fn parse(data: &'a [u8]) -> Result<Types<'a>, BtfError> {
+        let bad = || BtfError::Malformed;
+        let magic = data.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]])).ok_or_else(bad)?;
+        if magic != BTF_MAGIC {
+            return Err(bad());
+        }
+        let hdr_len = u32_at(data, 4).ok_or_else(bad)? as usize;
+        let field = |off| u32_at(data, off).map(|v| v as usize).ok_or_else(bad);
+        let (type_off, type_len, str_off, str_len) = (field(8)?, field(12)?, field(16)?, field(20)?);
+        let types = data.get(hdr_len + type_off..hdr_len + type_off + type_len).ok_or_else(bad)?;
+        let strings = data.get(hdr_len + str_off..hdr_len + str_off + str_len).ok_or_else(bad)?;
+        let mut offsets = Vec::with_capacity(type_len / 24);
+        let mut off = 0usize;
+        while off + 12 <= types.len() {
+            offsets.push(off as u32);
+            let info = u32_at(types, off + 4).ok_or_else(bad)?;
+            off += 12 + trailing_len((info >> 24) & 0x1f, (info & 0xffff) as usize).ok_or_else(bad)?;
+        }
+        Ok(Types { types, strings, offsets })
+    }
+
+    fn str_at(&self, off: u32) -> &'a [u8] {
+        let rest = self.strings.get(off as usize..).unwrap_or(&[]);
+        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+    }
+
+    /// (name offset, kind, vlen, kind_flag, size_or_type, byte offset of
+    /// the trailing records) of type `id`.
+    fn header(&self, id: u32) -> Option<(u32, u32, usize, bool, u32, usize)> {
+        let off = *self.offsets.get((id as usize).checked_sub(1)?)? as usize;
+        let info = u32_at(self.types, off + 4)?;
+        Some((
+            u32_at(self.types, off)?,
+            (info >> 24) & 0x1f,
+            (info & 0xffff) as usize,
+            info >> 31 == 1,
+            u32_at(self.types, off + 8)?,
+            off + 12,
+        ))
+    }
+
+    /// The id of the first type of `kind` named `name`.
+    fn find(&self, kind: u32, name: &str) -> Option<u32> {
+        (1..=self.offsets.len() as u32)
+            .find(|&id| self.header(id).is_some_and(|h| h.1 == kind && self.str_at(h.0) == name.as_bytes()))
+    }
+
+    /// The id of the `BTF_KIND_FUNC` named `name`.
+    pub fn func_id(&self, name: &str) -> Result<u32, BtfError> {
+        self.find(KIND_FUNC, name).ok_or_else(|| BtfError::Missing(format!("function {name}")))
+    }
+
+    fn find_struct(&self, name: &str) -> Result<u32, BtfError> {
+        self.find(KIND_STRUCT, name).ok_or_else(|| BtfError::Missing(format!("struct {name}")))
+    }
+
+    /// Skips typedefs and qualifiers.
+    fn resolve(&self, mut id: u32) -> Option<u32> {
+        for _ in 0..32 {
+            let h = self.header(id)?;
+            match h.1 {
+                KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => id = h.4,
+                _ => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// Size in bytes of a type.
+    fn size_of(&self, id: u32) -> Option<u32> {
+        let h = self.header(self.resolve(id)?)?;
+        match h.1 {
+            KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => Some(h.4),
+            KIND_PTR => Some(8),
+            KIND_ARRAY => {
+                let elem = u32_at(self.types, h.5)?;
+                let n = u32_at(self.types, h.5 + 8)?;
+                self.size_of(elem)?.checked_mul(n)
+            }
+            _ => None,
+        }
+    }
+
+    /// Byte offset and type of member `name` of a struct or union, looking
+    /// into anonymous members.
+    fn member_in(&self, id: u32, name: &str) -> Option<(u32, u32)> {
+        let h = self.header(self.resolve(id)?)?;
+        if h.1 != KIND_STRUCT && h.1 != KIND_UNION {
+            return None;
+        }
+        for i in 0..h.2 {
+            let rec = h.5 + 12 * i;
+            let (m_name, m_type, m_off) =
+                (u32_at(self.types, rec)?, u32_at(self.types, rec + 4)?, u32_at(self.types, rec + 8)?);
+            let bits = if h.3 { m_off & 0x00ff_ffff } else { m_off };
+            if m_name == 0 {
+                if let Some((inner, t)) = self.member_in(m_type, name) {
+                    return Some((bits / 8 + inner, t));
+                }
+            } else if self.str_at(m_name) == name.as_bytes() {
+                return Some((bits / 8, m_type));
+            }
+        }
+        None
+    }
+
+    /// Byte offset of `path` (`"bpf.progs"`) in struct `strukt`, and the
+    /// type of the last member. The first name of `alternatives` that
+    /// exists is used for each step (`__parent` was `parent` before 6.15).
+    pub fn offset_of(&self, strukt: &str, path: &str) -> Result<(u32, u32), BtfError> {
+        let mut id = self.find_struct(strukt)?;
+        let mut total = 0;
+        for step in path.split('.') {
+            let found = step.split('|').find_map(|name| self.member_in(id, name));
+            let (off, t) = found.ok_or_else(|| BtfError::Missing(format!("member {path} of struct {strukt}")))?;
+            total += off;
+            id = t;
+        }
+        Ok((total, id))
+    }
+
+    /// Size of struct `name`.
+    pub fn struct_size(&self, name: &str) -> Result<u32, BtfError> {
+        let id = self.find_struct(name)?;
+        self.size_of(id).ok_or_else(|| BtfError::Missing(format!("size of struct {name}")))
+    }
+
+    /// Size of one element of the array type `id`.
+    pub fn element_size(&self, id: u32) -> Result<u32, BtfError> {
+        let h = self.header(self.resolve(id).ok_or(BtfError::Malformed)?).ok_or(BtfError::Malformed)?;
+        if h.1 != KIND_ARRAY {
+            return Err(BtfError::Missing("an array".into()));
+        }
+        let elem = u32_at(self.types, h.5).ok_or(BtfError::Malformed)?;
+        self.size_of(elem).ok_or(BtfError::Malformed)
+    }
+
+    /// Every (name, value) of enum `name`.
+    pub fn enum_values(&self, name: &str) -> Result<Vec<(String, i64)>, BtfError> {
+        let id = self
+            .find(KIND_ENUM, name)
+            .or_else(|| self.find(KIND_ENUM64, name))
+            .ok_or_else(|| BtfError::Missing(format!("enum {name}")))?;
+        let h = self.header(id).ok_or(BtfError::Malformed)?;
+        let step = if h.1 == KIND_ENUM { 8 } else { 12 };
+        (0..h.2)
+            .map(|i| {
+                let rec = h.5 + step * i;
+                let name = String::from_utf8_lossy(self.str_at(u32_at(self.types, rec).ok_or(BtfError::Malformed)?));
+                let lo = u32_at(self.types, rec + 4).ok_or(BtfError::Malformed)?;
+                let value = if h.1 == KIND_ENUM {
+                    lo as i32 as i64
+                } else {
+                    let hi = u32_at(self.types, rec + 8).ok_or(BtfError::Malformed)?;
+                    ((hi as u64) << 32 | lo as u64) as i64
+                };
+                Ok((name.into_owned(), value))
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +294,116 @@ mod tests {
     fn garbage_is_not_btf() {
         assert_eq!(type_name(b"not btf at all, definitely not", 1), None);
         assert_eq!(type_name(&[], 1), None);
+    }
+
+    /// A raw BTF writer: aya-obj keeps most of its type builders private.
+    #[derive(Default)]
+    struct Raw {
+        types: Vec<u8>,
+        strings: Vec<u8>,
+        next: u32,
+    }
+
+    impl Raw {
+        fn new() -> Raw {
+            Raw { strings: vec![0], next: 1, ..Raw::default() }
+        }
+        fn s(&mut self, name: &str) -> u32 {
+            if name.is_empty() {
+                return 0;
+            }
+            let off = self.strings.len() as u32;
+            self.strings.extend_from_slice(name.as_bytes());
+            self.strings.push(0);
+            off
+        }
+        fn ty(&mut self, name: &str, kind: u32, vlen: u32, size_or_type: u32, tail: &[u32]) -> u32 {
+            let name = self.s(name);
+            for w in [name, kind << 24 | vlen, size_or_type].iter().chain(tail) {
+                self.types.extend_from_slice(&w.to_ne_bytes());
+            }
+            self.next += 1;
+            self.next - 1
+        }
+        fn compound(&mut self, name: &str, kind: u32, size: u32, members: &[(&str, u32, u32)]) -> u32 {
+            let mut tail = Vec::new();
+            for &(m, ty, bits) in members {
+                tail.extend([self.s(m), ty, bits]);
+            }
+            self.ty(name, kind, members.len() as u32, size, &tail)
+        }
+        fn bytes(&self) -> Vec<u8> {
+            let mut out = Vec::new();
+            let (tl, sl) = (self.types.len() as u32, self.strings.len() as u32);
+            for w in [0xeb9f_u32 | 1 << 16, 24, 0, tl, tl, sl] {
+                out.extend_from_slice(&w.to_ne_bytes());
+            }
+            out[0..4].copy_from_slice(&[0x9f, 0xeb, 1, 0]);
+            out.extend_from_slice(&self.types);
+            out.extend_from_slice(&self.strings);
+            out
+        }
+    }
+
+    /// A little kernel: `struct kernfs_node` with its parent pointer in an
+    /// anonymous union, a typedef'd u8 array, a signed enum, a function.
+    fn kernel_blob(parent_name: &str) -> Vec<u8> {
+        let mut b = Raw::new();
+        let u8_id = b.ty("unsigned char", KIND_INT, 0, 1, &[8]);
+        let u8_td = b.ty("u8", KIND_TYPEDEF, 0, u8_id, &[]);
+        let u64_id = b.ty("long long unsigned int", KIND_INT, 0, 8, &[64]);
+        let ptr = b.ty("", KIND_PTR, 0, u8_id, &[]);
+        let flags = b.ty("", KIND_ARRAY, 0, 0, &[u8_td, u64_id, 38]);
+        let anon = b.compound("", KIND_UNION, 8, &[(parent_name, ptr, 0)]);
+        b.compound(
+            "kernfs_node",
+            KIND_STRUCT,
+            72,
+            &[("", anon, 0), ("name", ptr, 64), ("flags", flags, 128), ("id", u64_id, 512)],
+        );
+        let (inv, max) = (b.s("CGROUP_BPF_ATTACH_TYPE_INVALID"), b.s("MAX_CGROUP_BPF_ATTACH_TYPE"));
+        b.ty("cgroup_bpf_attach_type", KIND_ENUM, 2, 4, &[inv, -1i32 as u32, max, 38]);
+        b.ty("bpf_iter_cgroup", KIND_FUNC, 0, 0, &[]);
+        b.bytes()
+    }
+
+    #[test]
+    fn member_offsets_are_found_through_anonymous_unions_and_renames() {
+        for parent in ["__parent", "parent"] {
+            let data = kernel_blob(parent);
+            let types = Types::parse(&data).unwrap();
+            assert_eq!(types.offset_of("kernfs_node", "__parent|parent").unwrap().0, 0, "{parent}");
+            assert_eq!(types.offset_of("kernfs_node", "name").unwrap().0, 8);
+            assert_eq!(types.offset_of("kernfs_node", "id").unwrap().0, 64);
+            let (off, flags) = types.offset_of("kernfs_node", "flags").unwrap();
+            assert_eq!((off, types.element_size(flags).unwrap()), (16, 1), "u8 through its typedef");
+            assert_eq!(types.struct_size("kernfs_node").unwrap(), 72);
+        }
+    }
+
+    #[test]
+    fn what_the_kernel_lacks_is_named() {
+        let data = kernel_blob("__parent");
+        let types = Types::parse(&data).unwrap();
+        assert_eq!(
+            types.offset_of("kernfs_node", "hash").unwrap_err(),
+            BtfError::Missing("member hash of struct kernfs_node".into())
+        );
+        assert_eq!(types.offset_of("cgroup", "kn").unwrap_err(), BtfError::Missing("struct cgroup".into()));
+        assert_eq!(types.enum_values("bpf_attach_type").unwrap_err(), BtfError::Missing("enum bpf_attach_type".into()));
+        assert!(Types::parse(b"definitely not btf").is_err());
+    }
+
+    #[test]
+    fn enum_values_keep_their_sign_and_functions_their_id() {
+        let data = kernel_blob("__parent");
+        let types = Types::parse(&data).unwrap();
+        let values = types.enum_values("cgroup_bpf_attach_type").unwrap();
+        assert_eq!(
+            values,
+            vec![("CGROUP_BPF_ATTACH_TYPE_INVALID".into(), -1), ("MAX_CGROUP_BPF_ATTACH_TYPE".into(), 38)]
+        );
+        let id = types.func_id("bpf_iter_cgroup").unwrap();
+        assert_eq!(type_name(&data, id).as_deref(), Some("bpf_iter_cgroup"));
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod attach_type;
 pub mod btf;
+pub mod iter;
 pub mod programs;
 pub mod query;
 pub mod sys;

@@ -224,6 +224,22 @@ pub fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+pub fn btf_next_id(start: u32) -> Result<Option<u32>> {
+    next_id("BPF_BTF_GET_NEXT_ID", bpf_cmd::BPF_BTF_GET_NEXT_ID, start)
+}
+
+/// Whether a BTF object is the kernel's own (`vmlinux`, not a module's).
+pub fn btf_is_vmlinux(fd: BorrowedFd<'_>) -> Result<bool> {
+    let mut name = [0u8; 16];
+    // SAFETY: plain data.
+    let mut info: bpf_btf_info = unsafe { mem::zeroed() };
+    info.name = name.as_mut_ptr() as u64;
+    info.name_len = name.len() as u32;
+    // SAFETY: `name` points at `name_len` writable bytes.
+    unsafe { obj_info(fd, &mut info)? };
+    Ok(info.kernel_btf != 0 && name.starts_with(b"vmlinux\0"))
+}
+
 /// A cgroup bpf_link as `bpf_link_info` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CgroupLinkInfo {
@@ -380,3 +396,47 @@ pub fn obj_get(path: &CStr) -> Result<OwnedFd> {
     // SAFETY: pathname is a NUL-terminated string that outlives the call.
     unsafe { sys_bpf("BPF_OBJ_GET", bpf_cmd::BPF_OBJ_GET, &mut attr) }.map(owned_fd)
 }
+
+/// The cgroup member of UAPI `union bpf_iter_link_info` (6.1), which
+/// aya-obj's bindings do not carry.
+#[repr(C)]
+struct CgroupIterInfo {
+    order: u32,
+    cgroup_fd: u32,
+    cgroup_id: u64,
+}
+
+/// `BPF_LINK_CREATE` of an `iter/cgroup` program over `cgroup` and its
+/// descendants, pre-order (`BPF_CGROUP_ITER_DESCENDANTS_PRE`). aya 0.14's
+/// `Iter::attach` passes no iter_info, which a cgroup iterator rejects.
+pub fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let info = CgroupIterInfo {
+        order: aya_obj::generated::bpf_cgroup_iter_order::BPF_CGROUP_ITER_DESCENDANTS_PRE as u32,
+        cgroup_fd: cgroup.as_raw_fd() as u32,
+        cgroup_id: 0,
+    };
+    let mut attr = zeroed_attr();
+    // SAFETY: plain integers into a zeroed union; the pointer is to `info`,
+    // which outlives the call.
+    unsafe {
+        let a = &mut attr.link_create;
+        a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+        a.attach_type = aya_obj::generated::bpf_attach_type::BPF_TRACE_ITER as u32;
+        a.__bindgen_anon_3.__bindgen_anon_1.iter_info = &info as *const CgroupIterInfo as u64;
+        a.__bindgen_anon_3.__bindgen_anon_1.iter_info_len = size_of::<CgroupIterInfo>() as u32;
+    }
+    // SAFETY: iter_info points to a live CgroupIterInfo of the length given.
+    unsafe { sys_bpf("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }.map(owned_fd)
+}
+
+/// `BPF_ITER_CREATE`: a readable fd that runs the iterator link once.
+pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.iter_create.link_fd = link.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }.map(owned_fd)
+}
+
+// SAFETY: KernelLayout is #[repr(C)] and made of u32 only: no padding, every
+// bit pattern valid, so aya may copy it into the program's .rodata.
+unsafe impl aya::Pod for super::iter::KernelLayout {}

@@ -1,0 +1,301 @@
+//! `iter/cgroup`: one pass over every cgroup below the audit root, in the
+//! kernel, under `cgroup_mutex` (so the tree and its attachments are one
+//! consistent picture). For each cgroup it writes a `CgroupRecord` (id,
+//! parent id, name, effective connect programs) followed by one
+//! `AttachRecord` per program in its own `bpf.progs[]` lists, which is
+//! exactly what `BPF_PROG_QUERY` (and `BPF_F_QUERY_EFFECTIVE` for connect)
+//! would return for it.
+//!
+//! The records go to a ring buffer, not the iterator's seq_file: a cgroup
+//! iterator cannot be resumed after its first read (the kernel drops
+//! `cgroup_mutex` between reads and then refuses with EOPNOTSUPP), and one
+//! read returns at most 32 KiB. Kernel structs are read with
+//! bpf_probe_read_kernel at offsets the agent took from the running kernel's
+//! BTF and set in `LAYOUT`; a failed read ends that cgroup's record early and
+//! is counted, never guessed.
+
+#![no_std]
+#![no_main]
+
+mod cgroup_record;
+
+use aya_ebpf::helpers::{bpf_loop, bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes};
+use aya_ebpf::macros::map;
+use aya_ebpf::maps::{Array, PerCpuArray, RingBuf};
+use cgroup_record::*;
+
+/// Set by the agent at load time from the kernel's BTF.
+#[unsafe(no_mangle)]
+static LAYOUT: KernelLayout = KernelLayout {
+    cgroup_kn: 0,
+    cgroup_effective: 0,
+    cgroup_progs: 0,
+    cgroup_flags: 0,
+    flags_size: 0,
+    n_atypes: 0,
+    connect4: 0,
+    connect6: 0,
+    kn_parent: 0,
+    kn_name: 0,
+    kn_id: 0,
+    pl_node: 0,
+    pl_prog: 0,
+    pl_link: 0,
+    cgroup_link_link: 0,
+    link_id: 0,
+    link_prog: 0,
+    prog_aux: 0,
+    aux_id: 0,
+    array_items: 0,
+    item_size: 0,
+};
+
+/// Sized by the agent for the tree at load time.
+#[map]
+static CGROUP_RECORDS: RingBuf = RingBuf::with_byte_size(4096, 0);
+
+/// Cgroups visited, records that did not fit, kernel reads that failed.
+#[map]
+static STATUS: Array<u64> = Array::with_max_entries(STATUS_SLOTS, 0);
+
+/// The record under construction: too large for the 512-byte stack.
+#[map]
+static SCRATCH: PerCpuArray<CgroupRecord> = PerCpuArray::with_max_entries(1, 0);
+
+/// The hook heads (`bpf.progs[]`) and flags of one cgroup, read at once.
+#[map]
+static HOOKS: PerCpuArray<[u64; MAX_ATYPES + MAX_ATYPES / 2]> = PerCpuArray::with_max_entries(1, 0);
+
+fn bump(slot: u32) {
+    if let Some(p) = STATUS.get_ptr_mut(slot) {
+        // SAFETY: the iterator runs one program instance at a time (one
+        // seq_file read), so nothing else writes the slot concurrently.
+        unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+fn read_u64(addr: u64) -> Option<u64> {
+    // SAFETY: bpf_probe_read_kernel validates the address and fails cleanly.
+    unsafe { bpf_probe_read_kernel(addr as *const u64) }.ok()
+}
+
+#[inline(always)]
+fn read_u32(addr: u64) -> Option<u32> {
+    // SAFETY: as above.
+    unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
+}
+
+/// `prog->aux->id`.
+#[inline(always)]
+fn prog_id(l: &KernelLayout, prog: u64) -> Option<u32> {
+    let aux = read_u64(prog + l.prog_aux as u64)?;
+    read_u32(aux + l.aux_id as u64)
+}
+
+/// Effective programs of one hook: the ids in `bpf.effective[atype]`
+/// (skipping the dummy program the kernel leaves for detached links, id 0).
+#[inline(always)]
+fn effective(l: &KernelLayout, cgroup: u64, atype: u32, ids: &mut [u32; MAX_EFFECTIVE]) -> Option<u32> {
+    let array = read_u64(cgroup + l.cgroup_effective as u64 + 8 * atype as u64)?;
+    if array == 0 {
+        return Some(0);
+    }
+    let mut n = 0u32;
+    let mut item = array + l.array_items as u64;
+    for _ in 0..MAX_EFFECTIVE + 1 {
+        let prog = read_u64(item)?;
+        if prog == 0 {
+            return Some(n);
+        }
+        let id = prog_id(l, prog)?;
+        if id != 0 {
+            if (n as usize) < MAX_EFFECTIVE {
+                ids[n as usize] = id;
+            }
+            n += 1;
+        }
+        item += l.item_size as u64;
+    }
+    Some(n.min(MAX_EFFECTIVE as u32 + 1))
+}
+
+/// State shared with the `bpf_loop` callbacks (they run as subprograms,
+/// verified once each, where open loops over 38 hooks x 64 programs would
+/// exceed the verifier's budget).
+#[repr(C)]
+struct HookWalk {
+    cgroup_id: u64,
+    /// The list node being visited.
+    node: u64,
+    atype: u32,
+    flags: u32,
+    failed: u32,
+    _pad: u32,
+}
+
+#[inline(always)]
+fn layout() -> KernelLayout {
+    // SAFETY: a global written only by the loader (frozen .rodata).
+    unsafe { core::ptr::read_volatile(&LAYOUT) }
+}
+
+/// One program on a hook's list: writes its `AttachRecord`, moves on.
+fn program_step(_i: u64, ctx: *mut core::ffi::c_void) -> i64 {
+    // SAFETY: bpf_loop hands back the pointer `hook_step` gave it.
+    let w = unsafe { &mut *(ctx as *mut HookWalk) };
+    if w.node == 0 {
+        return 1;
+    }
+    if program(&layout(), w).is_none() {
+        w.failed += 1;
+        return 1;
+    }
+    0
+}
+
+#[inline(always)]
+fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
+    let pl = w.node - l.pl_node as u64;
+    let prog = read_u64(pl + l.pl_prog as u64)?;
+    let link = read_u64(pl + l.pl_link as u64)?;
+    let (prog, link_id) = if link != 0 {
+        let bpf_link = link + l.cgroup_link_link as u64;
+        let prog = if prog != 0 { prog } else { read_u64(bpf_link + l.link_prog as u64)? };
+        (prog, read_u32(bpf_link + l.link_id as u64)?)
+    } else {
+        (prog, 0)
+    };
+    if prog != 0 {
+        let record = AttachRecord {
+            kind: KIND_ATTACH,
+            atype: w.atype,
+            cgroup_id: w.cgroup_id,
+            prog_id: prog_id(l, prog)?,
+            link_id,
+            flags: w.flags,
+            _pad: 0,
+        };
+        if CGROUP_RECORDS.output::<AttachRecord>(&record, 0).is_err() {
+            bump(STATUS_DROPPED);
+        }
+    }
+    w.node = read_u64(w.node)?; // hlist_node.next is its first field
+    Some(())
+}
+
+/// One hook of the cgroup: walks its list if it has one.
+fn hook_step(i: u64, ctx: *mut core::ffi::c_void) -> i64 {
+    // SAFETY: bpf_loop hands back the pointer `visit` gave it.
+    let w = unsafe { &mut *(ctx as *mut HookWalk) };
+    let l = layout();
+    if i >= MAX_ATYPES as u64 || i >= l.n_atypes as u64 {
+        return 1;
+    }
+    let Some(hooks) = HOOKS.get_ptr(0) else { return 1 };
+    // SAFETY: this CPU's slot of a per-CPU map, filled by `visit`.
+    let hooks = unsafe { &*hooks };
+    let i = i as usize;
+    // `get`, not indexing: a bounds-check panic cannot be linked into BPF.
+    let Some(&head) = hooks.get(i) else { return 1 };
+    if head == 0 {
+        return 0;
+    }
+    let flags = if l.flags_size == 1 {
+        let Some(&word) = hooks.get(MAX_ATYPES + i / 8) else { return 1 };
+        (word >> (8 * (i % 8))) as u8 as u32
+    } else {
+        let Some(&word) = hooks.get(MAX_ATYPES + i / 2) else { return 1 };
+        (word >> (32 * (i % 2))) as u32
+    };
+    w.node = head;
+    w.atype = i as u32;
+    w.flags = flags;
+    // SAFETY: `program_step` is a static callback; `w` outlives the call.
+    unsafe { bpf_loop(MAX_PROGS as u32, program_step as *mut core::ffi::c_void, ctx, 0) };
+    0
+}
+
+fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
+    let record = SCRATCH.get_ptr_mut(0)?;
+    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
+    let record = unsafe { &mut *record };
+    let kn = read_u64(cgroup + l.cgroup_kn as u64)?;
+    record.kind = KIND_CGROUP;
+    record.id = read_u64(kn + l.kn_id as u64)?;
+    let parent = read_u64(kn + l.kn_parent as u64)?;
+    record.parent_id = if parent == 0 { 0 } else { read_u64(parent + l.kn_id as u64)? };
+    let name = read_u64(kn + l.kn_name as u64)?;
+    // SAFETY: a kernel string, read with a bounded helper into our buffer.
+    let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.name) }.ok()?.len();
+    let len = len.min(NAME_SIZE - 1);
+    record.name_len = len as u32;
+    record.n_effective[0] = effective(l, cgroup, l.connect4, &mut record.effective[0])?;
+    record.n_effective[1] = effective(l, cgroup, l.connect6, &mut record.effective[1])?;
+    let cgroup_id = record.id;
+    // SAFETY: `record` is a plain-data struct; viewed as its bytes.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(record as *const CgroupRecord as *const u8, core::mem::size_of::<CgroupRecord>())
+    };
+    if CGROUP_RECORDS.output::<[u8]>(&bytes[..CGROUP_RECORD_HEADER + len], 0).is_err() {
+        bump(STATUS_DROPPED);
+        return Some(());
+    }
+
+    let hooks = HOOKS.get_ptr_mut(0)?;
+    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
+    let hooks = unsafe { &mut *hooks };
+    let (heads, flag_words) = hooks.split_at_mut(MAX_ATYPES);
+    // SAFETY: both reads stay inside `struct cgroup` (its bpf member is far
+    // larger) and land in our buffer.
+    unsafe {
+        bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, as_bytes(heads)).ok()?;
+        bpf_probe_read_kernel_buf((cgroup + l.cgroup_flags as u64) as *const u8, as_bytes(flag_words)).ok()?;
+    }
+    let mut walk = HookWalk { cgroup_id, node: 0, atype: 0, flags: 0, failed: 0, _pad: 0 };
+    // SAFETY: `hook_step` is a static callback; `walk` outlives the call.
+    unsafe {
+        bpf_loop(
+            l.n_atypes.min(MAX_ATYPES as u32),
+            hook_step as *mut core::ffi::c_void,
+            &mut walk as *mut HookWalk as *mut core::ffi::c_void,
+            0,
+        )
+    };
+    if walk.failed > 0 {
+        return None;
+    }
+    Some(())
+}
+
+fn as_bytes(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u64 has no invalid bit patterns and u8 has alignment 1.
+    unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, words.len() * 8) }
+}
+
+/// The iterator program (`SEC("iter/cgroup")`; aya-ebpf has no macro for it).
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "iter/cgroup")]
+pub fn cgroup_walk(ctx: *mut core::ffi::c_void) -> i32 {
+    // struct bpf_iter__cgroup { struct bpf_iter_meta *meta; struct cgroup *cgroup; }
+    // SAFETY: the context of an iter/cgroup program; the verifier checks the access.
+    let cgroup = unsafe { *(ctx as *const u64).add(1) };
+    if cgroup == 0 {
+        return 0; // the final call after the last cgroup
+    }
+    bump(STATUS_VISITED);
+    if visit(&layout(), cgroup).is_none() {
+        bump(STATUS_FAILED);
+    }
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

@@ -1,0 +1,99 @@
+//! Records the `iter/cgroup` program writes and the agent reads, and the
+//! kernel struct offsets the agent hands it at load time. Shared by both
+//! sides (the agent includes this file by path), so the layout is one
+//! definition.
+
+/// Field offsets and sizes the program needs, read by the agent from
+/// `/sys/kernel/btf/vmlinux` at load time and set as the read-only global
+/// `LAYOUT` (frozen, so the verifier sees constants). Nothing is baked in at
+/// build time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelLayout {
+    /// `struct cgroup`: `kn`, `bpf.effective`, `bpf.progs`, `bpf.flags`.
+    pub cgroup_kn: u32,
+    pub cgroup_effective: u32,
+    pub cgroup_progs: u32,
+    pub cgroup_flags: u32,
+    /// Size of one `bpf.flags[]` element (u8 or u32 across kernels).
+    pub flags_size: u32,
+    /// `enum cgroup_bpf_attach_type`: `MAX_CGROUP_BPF_ATTACH_TYPE`.
+    pub n_atypes: u32,
+    /// `CGROUP_INET4_CONNECT` and `CGROUP_INET6_CONNECT`.
+    pub connect4: u32,
+    pub connect6: u32,
+    /// `struct kernfs_node`: `parent` (`__parent` since 6.15), `name`, `id`.
+    pub kn_parent: u32,
+    pub kn_name: u32,
+    pub kn_id: u32,
+    /// `struct bpf_prog_list`: `node`, `prog`, `link`.
+    pub pl_node: u32,
+    pub pl_prog: u32,
+    pub pl_link: u32,
+    /// `struct bpf_cgroup_link.link`, then `struct bpf_link`: `id`, `prog`.
+    pub cgroup_link_link: u32,
+    pub link_id: u32,
+    pub link_prog: u32,
+    /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
+    pub prog_aux: u32,
+    pub aux_id: u32,
+    /// `struct bpf_prog_array.items` and the size of one item.
+    pub array_items: u32,
+    pub item_size: u32,
+}
+
+/// Upper bound of attach types the program walks (the kernel has 38).
+pub const MAX_ATYPES: usize = 64;
+/// Programs per cgroup and hook (`BPF_CGROUP_MAX_PROGS`).
+pub const MAX_PROGS: usize = 64;
+/// Effective connect program ids carried per cgroup; a cgroup with more is
+/// marked (count `MAX_EFFECTIVE + 1`) and the agent asks the kernel for it.
+pub const MAX_EFFECTIVE: usize = 8;
+/// Longest cgroup name (`NAME_MAX`) plus its NUL.
+pub const NAME_SIZE: usize = 256;
+
+pub const KIND_CGROUP: u32 = 1;
+pub const KIND_ATTACH: u32 = 2;
+
+/// One visited cgroup, in pre-order: a parent comes before its children.
+/// Written with only `name_len` bytes of `name`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CgroupRecord {
+    pub kind: u32,
+    pub name_len: u32,
+    pub id: u64,
+    pub parent_id: u64,
+    /// Effective connect4 and connect6 programs (own and inherited), as
+    /// `BPF_F_QUERY_EFFECTIVE` reports them.
+    pub n_effective: [u32; 2],
+    pub effective: [[u32; MAX_EFFECTIVE]; 2],
+    pub name: [u8; NAME_SIZE],
+}
+
+/// Bytes of a `CgroupRecord` before its name.
+pub const CGROUP_RECORD_HEADER: usize = 32 + 8 * MAX_EFFECTIVE;
+
+/// One program attached directly to the cgroup of the preceding record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttachRecord {
+    pub kind: u32,
+    /// Index in `enum cgroup_bpf_attach_type`.
+    pub atype: u32,
+    pub cgroup_id: u64,
+    pub prog_id: u32,
+    /// The bpf_link holding it, 0 for `BPF_PROG_ATTACH`.
+    pub link_id: u32,
+    /// The cgroup's `bpf.flags[atype]` (what `BPF_PROG_QUERY` reports).
+    pub flags: u32,
+    pub _pad: u32,
+}
+
+/// Counters the program keeps in its `STATUS` array.
+pub const STATUS_VISITED: u32 = 0;
+/// Records the ring buffer had no room for (the agent retries larger).
+pub const STATUS_DROPPED: u32 = 1;
+/// Kernel reads that failed (the agent falls back to the syscall walk).
+pub const STATUS_FAILED: u32 = 2;
+pub const STATUS_SLOTS: u32 = 3;

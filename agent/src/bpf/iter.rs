@@ -1,0 +1,427 @@
+//! The in-kernel walk: an `iter/cgroup` program (agent-ebpf's `cgroup-iter`
+//! object, embedded) visits the audit root and every descendant once, in one
+//! `read(2)`, and reports each cgroup's own attachments and effective connect
+//! programs through a ring buffer. It replaces tens of `BPF_PROG_QUERY` calls
+//! and an `openat`/`getdents` per cgroup with one pass under `cgroup_mutex`.
+//!
+//! Kernel struct offsets come from `/sys/kernel/btf/vmlinux` at load time.
+//! Anything missing (kernel before 6.1, no BTF, a renamed member, a failed
+//! kernel read) is an `IterError` and the caller falls back to the syscall
+//! walk; records are never guessed.
+
+use std::fs;
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Mutex;
+
+use aya::maps::{Array, MapData, RingBuf};
+use aya::programs::Iter;
+use aya::{Btf, EbpfLoader};
+
+use super::AttachType;
+use super::btf::{BtfError, Types};
+use super::sys;
+
+#[path = "../../../agent-ebpf/src/cgroup_record.rs"]
+#[allow(dead_code)] // the kernel side's constants
+mod record;
+pub use record::KernelLayout;
+use record::*;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cgroup-iter"));
+
+// The decoders below read these offsets; the program writes the structs.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(CgroupRecord, name_len) == 4 && offset_of!(CgroupRecord, id) == 8);
+    assert!(offset_of!(CgroupRecord, parent_id) == 16 && offset_of!(CgroupRecord, n_effective) == 24);
+    assert!(offset_of!(CgroupRecord, effective) == 32 && offset_of!(CgroupRecord, name) == CGROUP_RECORD_HEADER);
+    assert!(size_of::<CgroupRecord>() == CGROUP_RECORD_HEADER + NAME_SIZE);
+    assert!(offset_of!(AttachRecord, atype) == 4 && offset_of!(AttachRecord, prog_id) == 16);
+    assert!(offset_of!(AttachRecord, link_id) == 20 && offset_of!(AttachRecord, flags) == 24);
+};
+
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// Why the in-kernel walk could not give an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum IterError {
+    #[error("reading {VMLINUX}: {0}")]
+    NoBtf(#[source] std::io::Error),
+    #[error("{VMLINUX}: {0}")]
+    Btf(#[from] BtfError),
+    #[error("loading the iter/cgroup program (kernel 6.1+, CAP_BPF and CAP_PERFMON): {0}")]
+    Load(String),
+    #[error(transparent)]
+    Syscall(#[from] sys::SyscallError),
+    #[error("reading the iterator: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("{0} kernel read(s) failed inside the iterator")]
+    KernelRead(u64),
+    #[error("the record buffer overflowed even at {0} bytes")]
+    Overflow(u32),
+}
+
+/// The layout the program needs and what each hook index means.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub layout: KernelLayout,
+    /// `enum cgroup_bpf_attach_type` index -> attach type (None: a hook this
+    /// agent does not know, reported as such).
+    pub hooks: Vec<(String, Option<AttachType>)>,
+}
+
+/// Reads offsets and the hook enum from the kernel's BTF.
+pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
+    let cgroup_bpf = |m: &str| types.offset_of("cgroup", &format!("bpf.{m}"));
+    let (cgroup_flags, flags_type) = cgroup_bpf("flags")?;
+    let atypes = types.enum_values("cgroup_bpf_attach_type")?;
+    let uapi = types.enum_values("bpf_attach_type")?;
+    let value = |name: &str, set: &[(String, i64)]| set.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+    let missing = |what: &str| BtfError::Missing(format!("{what} in enum cgroup_bpf_attach_type"));
+    let n_atypes = value("MAX_CGROUP_BPF_ATTACH_TYPE", &atypes).ok_or_else(|| missing("MAX_CGROUP_BPF_ATTACH_TYPE"))?;
+    if !(1..=MAX_ATYPES as i64).contains(&n_atypes) {
+        return Err(BtfError::Missing(format!("at most {MAX_ATYPES} cgroup attach types (kernel has {n_atypes})")));
+    }
+    let lsm = (value("CGROUP_LSM_START", &atypes), value("CGROUP_LSM_END", &atypes));
+    let hooks = (0..n_atypes)
+        .map(|i| {
+            if let (Some(start), Some(end)) = lsm
+                && (start..=end).contains(&i)
+            {
+                return ("CGROUP_LSM".to_owned(), AttachType::from_name("lsm_cgroup"));
+            }
+            let name = atypes
+                .iter()
+                .find(|(n, v)| *v == i && !n.starts_with("CGROUP_LSM"))
+                .map(|(n, _)| n.clone())
+                .unwrap_or_default();
+            let uapi_value = value(&format!("BPF_{name}"), &uapi);
+            (name, uapi_value.and_then(|v| AttachType::from_kernel(v as u32)))
+        })
+        .collect();
+    let atype = |name: &str| value(name, &atypes).map(|v| v as u32).ok_or_else(|| missing(name));
+    let off = |s: &str, m: &str| types.offset_of(s, m).map(|(o, _)| o);
+    let layout = KernelLayout {
+        cgroup_kn: off("cgroup", "kn")?,
+        cgroup_effective: cgroup_bpf("effective")?.0,
+        cgroup_progs: cgroup_bpf("progs")?.0,
+        cgroup_flags,
+        flags_size: types.element_size(flags_type)?,
+        n_atypes: n_atypes as u32,
+        connect4: atype("CGROUP_INET4_CONNECT")?,
+        connect6: atype("CGROUP_INET6_CONNECT")?,
+        kn_parent: off("kernfs_node", "__parent|parent")?,
+        kn_name: off("kernfs_node", "name")?,
+        kn_id: off("kernfs_node", "id")?,
+        pl_node: off("bpf_prog_list", "node")?,
+        pl_prog: off("bpf_prog_list", "prog")?,
+        pl_link: off("bpf_prog_list", "link")?,
+        cgroup_link_link: off("bpf_cgroup_link", "link")?,
+        link_id: off("bpf_link", "id")?,
+        link_prog: off("bpf_link", "prog")?,
+        prog_aux: off("bpf_prog", "aux")?,
+        aux_id: off("bpf_prog_aux", "id")?,
+        array_items: off("bpf_prog_array", "items")?,
+        item_size: types.struct_size("bpf_prog_array_item")?,
+    };
+    if !matches!(layout.flags_size, 1 | 4) {
+        return Err(BtfError::Missing(format!("u8 or u32 cgroup_bpf.flags (kernel has {} bytes)", layout.flags_size)));
+    }
+    Ok(Kernel { layout, hooks })
+}
+
+/// One program attached directly to the cgroup being visited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookProgram {
+    /// Index in `enum cgroup_bpf_attach_type` (see `Kernel::hooks`).
+    pub atype: u32,
+    pub prog_id: u32,
+    pub link_id: u32,
+    pub flags: u32,
+}
+
+/// One cgroup as the iterator saw it.
+#[derive(Debug, Clone, Default)]
+pub struct IterCgroup {
+    pub id: u64,
+    pub parent_id: u64,
+    pub name: String,
+    /// Effective connect4, connect6 program ids; `None` when there were more
+    /// than the record carries (ask the kernel directly).
+    pub effective: [Option<Vec<u32>>; 2],
+    pub programs: Vec<HookProgram>,
+}
+
+/// What one pass cost and saw.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IterStats {
+    pub visited: u64,
+    /// Ring buffer size of the pass that succeeded.
+    pub buffer_bytes: u32,
+    /// Passes run (a pass whose buffer overflowed is run again, larger).
+    pub passes: u32,
+}
+
+fn u32_at(b: &[u8], o: usize) -> Option<u32> {
+    b.get(o..o + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u64_at(b: &[u8], o: usize) -> Option<u64> {
+    Some(u32_at(b, o)? as u64 | (u32_at(b, o + 4)? as u64) << 32)
+}
+
+/// Decodes a `CgroupRecord` (field by field, no unsafe).
+fn decode_cgroup(b: &[u8]) -> Option<IterCgroup> {
+    let name_len = u32_at(b, 4)? as usize;
+    let effective = |hook: usize| {
+        let n = u32_at(b, 24 + 4 * hook)? as usize;
+        if n > MAX_EFFECTIVE {
+            return Some(None);
+        }
+        let base = 32 + 4 * MAX_EFFECTIVE * hook;
+        (0..n).map(|i| u32_at(b, base + 4 * i)).collect::<Option<Vec<u32>>>().map(Some)
+    };
+    let name = b.get(CGROUP_RECORD_HEADER..CGROUP_RECORD_HEADER + name_len)?;
+    Some(IterCgroup {
+        id: u64_at(b, 8)?,
+        parent_id: u64_at(b, 16)?,
+        name: String::from_utf8_lossy(name).into_owned(),
+        effective: [effective(0)?, effective(1)?],
+        programs: Vec::new(),
+    })
+}
+
+fn decode_attach(b: &[u8]) -> Option<HookProgram> {
+    Some(HookProgram { atype: u32_at(b, 4)?, prog_id: u32_at(b, 16)?, link_id: u32_at(b, 20)?, flags: u32_at(b, 24)? })
+}
+
+/// An aya error in one line: the call and errno, and the verifier's verdict
+/// (its last line) rather than its whole log.
+fn load_error(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    match text.split_once("Verifier output:") {
+        Some((head, log)) => {
+            let verdict = log.lines().rev().map(str::trim).find(|l| {
+                !l.is_empty()
+                    && !l.starts_with("processed ")
+                    && !l.starts_with("verification time")
+                    && !l.starts_with("stack depth")
+            });
+            format!("{} (verifier: {})", head.trim_end_matches(['.', ' ']), verdict.unwrap_or("no log"))
+        }
+        None => text,
+    }
+}
+
+/// A ring buffer size for `cgroups` cgroups: room for a long name and a few
+/// attachments each, a power of two (the kernel's rule), at least 256 KiB.
+fn buffer_size(cgroups: u64) -> u32 {
+    let want = cgroups.saturating_mul(CGROUP_RECORD_HEADER as u64 + 8 + 128 + 2 * 40).saturating_add(64 * 1024);
+    want.clamp(256 * 1024, 1 << 30).next_power_of_two().min(1 << 30) as u32
+}
+
+/// Number of live cgroups at and below `root`, from its `cgroup.stat`.
+fn count_cgroups(root: BorrowedFd<'_>) -> Option<u64> {
+    let fd = nix::fcntl::openat(
+        root,
+        "cgroup.stat",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .ok()?;
+    let mut text = String::new();
+    fs::File::from(fd).read_to_string(&mut text).ok()?;
+    let n = text.lines().find_map(|l| l.strip_prefix("nr_descendants "))?.trim().parse::<u64>().ok()?;
+    Some(n + 1)
+}
+
+/// The kernel's own BTF. Through bpf(2) it is one copy; the sysfs file
+/// hands it out 4 KiB per read (~1,350 reads, 40 ms here), the fallback.
+fn vmlinux_btf() -> Result<Vec<u8>, IterError> {
+    let mut id = 0;
+    while let Some(next) = sys::btf_next_id(id)? {
+        id = next;
+        let Ok(fd) = sys::btf_fd_by_id(id) else { continue };
+        if sys::btf_is_vmlinux(fd.as_fd())? {
+            return Ok(sys::btf_data(fd.as_fd())?);
+        }
+    }
+    fs::read(VMLINUX).map_err(IterError::NoBtf)
+}
+
+/// What aya's `Iter::load` reads from the kernel BTF it is given: only the
+/// id of the `bpf_iter_cgroup` function (`id_by_type_name_kind`). Parsing
+/// all of vmlinux into aya's types costs ~20 ms and ~35 MiB per load, so it
+/// gets a stand-in whose type `func_id` is that function and whose other
+/// types are placeholders. The id itself comes from the kernel's BTF.
+fn attach_target(func_id: u32) -> Btf {
+    use aya_obj::btf::{BtfType, Func, FuncLinkage, Ptr};
+    let mut btf = Btf::new();
+    let name = btf.add_string("bpf_iter_cgroup");
+    for _ in 1..func_id {
+        btf.add_type(BtfType::Ptr(Ptr::new(0, 0)));
+    }
+    btf.add_type(BtfType::Func(Func::new(name, 0, FuncLinkage::Static)));
+    btf
+}
+
+/// The kernel's layout, the program's attach target and a loader, made
+/// once per process (`shared`): each `walk` then only loads the program.
+pub struct Walker {
+    kernel: Kernel,
+    btf: Btf,
+    /// aya's `EbpfLoader::new()` parses all of vmlinux BTF (~70 ms here);
+    /// this loader is made once and told to use none (the object has no
+    /// CO-RE relocations).
+    loader: EbpfLoader<'static>,
+}
+
+/// The process's walker: the daemon audits many times with one.
+static SHARED: Mutex<Option<Walker>> = Mutex::new(None);
+
+impl Walker {
+    pub fn new() -> Result<Walker, IterError> {
+        let data = vmlinux_btf()?;
+        let types = Types::parse(&data)?;
+        let kernel = kernel_layout(&types)?;
+        let btf = attach_target(types.func_id("bpf_iter_cgroup")?);
+        let mut loader = EbpfLoader::new();
+        // The loader borrows the global's value for its lifetime, which is
+        // the process's: one 84-byte copy per process.
+        let layout: &'static KernelLayout = Box::leak(Box::new(kernel.layout));
+        loader.btf(None).override_global("LAYOUT", layout, true);
+        Ok(Walker { kernel, btf, loader })
+    }
+
+    /// Runs `f` with the process's walker, making it on first use.
+    pub fn shared<R>(f: impl FnOnce(&mut Walker) -> R) -> Result<R, IterError> {
+        let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(Walker::new()?);
+        }
+        Ok(f(slot.as_mut().expect("just set")))
+    }
+
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// Walks `root` and all its descendants in the kernel, calling `visit`
+    /// once per cgroup in pre-order (parents before children). `visit` runs
+    /// only after a complete pass: never on a partial one.
+    pub fn walk(&mut self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
+        walk(&mut self.loader, &self.btf, root, visit)
+    }
+}
+
+fn walk(
+    loader: &mut EbpfLoader<'static>,
+    btf: &Btf,
+    root: BorrowedFd<'_>,
+    mut visit: impl FnMut(IterCgroup),
+) -> Result<IterStats, IterError> {
+    let mut size = buffer_size(count_cgroups(root).unwrap_or(1024));
+    let mut stats = IterStats::default();
+    loop {
+        stats.passes += 1;
+        let mut ebpf =
+            loader.map_max_entries("CGROUP_RECORDS", size).load(OBJECT).map_err(|e| IterError::Load(load_error(&e)))?;
+        let prog: &mut Iter = ebpf
+            .program_mut("cgroup_walk")
+            .ok_or_else(|| IterError::Load("cgroup_walk missing from the object".into()))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| IterError::Load(e.to_string()))?;
+        prog.load("cgroup", btf).map_err(|e| IterError::Load(load_error(&e)))?;
+        let prog_fd = prog.fd().map_err(|e| IterError::Load(e.to_string()))?;
+        let link = sys::cgroup_iter_link_create(prog_fd.as_fd(), root)?;
+        let mut reader = fs::File::from(sys::iter_create(link.as_fd())?);
+        // The program writes nothing to the seq_file: the first read runs
+        // the whole walk and returns 0.
+        let mut sink = [0u8; 64];
+        while reader.read(&mut sink).map_err(IterError::Read)? > 0 {}
+
+        let status: Array<MapData, u64> = ebpf
+            .take_map("STATUS")
+            .ok_or_else(|| IterError::Load("STATUS missing".into()))?
+            .try_into()
+            .map_err(|e: aya::maps::MapError| IterError::Load(e.to_string()))?;
+        let slot = |i| status.get(&i, 0).unwrap_or(0);
+        let (visited, dropped, failed) = (slot(STATUS_VISITED), slot(STATUS_DROPPED), slot(STATUS_FAILED));
+        if failed > 0 {
+            return Err(IterError::KernelRead(failed));
+        }
+        if dropped > 0 {
+            if size >= 1 << 30 {
+                return Err(IterError::Overflow(size));
+            }
+            size = size.saturating_mul(4).min(1 << 30);
+            continue;
+        }
+        let mut records: RingBuf<MapData> = ebpf
+            .take_map("CGROUP_RECORDS")
+            .ok_or_else(|| IterError::Load("CGROUP_RECORDS missing".into()))?
+            .try_into()
+            .map_err(|e: aya::maps::MapError| IterError::Load(e.to_string()))?;
+        let mut current: Option<IterCgroup> = None;
+        while let Some(item) = records.next() {
+            match u32_at(&item, 0) {
+                Some(KIND_CGROUP) => {
+                    if let Some(done) = current.take() {
+                        visit(done);
+                    }
+                    current = decode_cgroup(&item);
+                }
+                Some(KIND_ATTACH) => {
+                    if let (Some(c), Some(p)) = (current.as_mut(), decode_attach(&item)) {
+                        c.programs.push(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(done) = current {
+            visit(done);
+        }
+        stats.visited = visited;
+        stats.buffer_bytes = size;
+        return Ok(stats);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_are_powers_of_two_and_grow_with_the_tree() {
+        assert_eq!(buffer_size(1), 256 * 1024);
+        assert!(buffer_size(10_000).is_power_of_two());
+        assert!(buffer_size(50_000) >= 50_000 * 200);
+        assert_eq!(buffer_size(u64::MAX), 1 << 30);
+    }
+
+    #[test]
+    fn records_decode_field_by_field() {
+        let mut b = vec![0u8; CGROUP_RECORD_HEADER + 3];
+        b[0..4].copy_from_slice(&KIND_CGROUP.to_ne_bytes());
+        b[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        b[8..16].copy_from_slice(&77u64.to_ne_bytes());
+        b[16..24].copy_from_slice(&1u64.to_ne_bytes());
+        b[24..28].copy_from_slice(&2u32.to_ne_bytes());
+        b[28..32].copy_from_slice(&(MAX_EFFECTIVE as u32 + 1).to_ne_bytes());
+        b[32..36].copy_from_slice(&10u32.to_ne_bytes());
+        b[36..40].copy_from_slice(&11u32.to_ne_bytes());
+        b[CGROUP_RECORD_HEADER..].copy_from_slice(b"pod");
+        let c = decode_cgroup(&b).unwrap();
+        assert_eq!((c.id, c.parent_id, c.name.as_str()), (77, 1, "pod"));
+        assert_eq!(c.effective[0], Some(vec![10, 11]));
+        assert_eq!(c.effective[1], None, "more than the record carries: ask the kernel");
+        assert!(decode_cgroup(&b[..CGROUP_RECORD_HEADER + 2]).is_none(), "a short record is not read past its end");
+    }
+}
