@@ -28,6 +28,7 @@ pub fn scan_options(args: &ScanArgs) -> ScanOptions {
         cgroup_root: args.cgroup_root.clone(),
         node_name: args.node_name.clone(),
         name_cgroups: Default::default(),
+        walk: args.walk,
     }
 }
 

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::scan::WalkMethod;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// cgaudit: audit where eBPF programs are attached in the cgroup v2 hierarchy
@@ -131,6 +132,14 @@ pub struct RemountArgs {
     /// Node name for the restart hint [default: $NODE_NAME, else the hostname].
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
+
+    /// How to read the cgroup tree. `auto` runs one in-kernel pass (an
+    /// iter/cgroup BPF program: kernel 6.1+ with BTF, CAP_BPF and
+    /// CAP_PERFMON) and falls back to `syscalls` when the kernel cannot,
+    /// saying why in the report; `syscalls` opens every cgroup and queries
+    /// each hook with BPF_PROG_QUERY, as `bpftool cgroup tree` does.
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = WalkMethod::Auto)]
+    pub walk: WalkMethod,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -219,4 +228,12 @@ pub struct ScanArgs {
     /// Node name to report [default: $NODE_NAME, else the hostname].
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
+
+    /// How to read the cgroup tree. `auto` runs one in-kernel pass (an
+    /// iter/cgroup BPF program: kernel 6.1+ with BTF, CAP_BPF and
+    /// CAP_PERFMON) and falls back to `syscalls` when the kernel cannot,
+    /// saying why in the report; `syscalls` opens every cgroup and queries
+    /// each hook with BPF_PROG_QUERY, as `bpftool cgroup tree` does.
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = WalkMethod::Auto)]
+    pub walk: WalkMethod,
 }

@@ -9,6 +9,7 @@ use crate::bpf::{AttachFlags, AttachType};
 use crate::cgroup::RootKind;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
+use crate::scan::WalkMethod;
 use crate::snapshot::{CgroupMount, ScanError, Snapshot};
 
 /// Bumped on any incompatible change of the JSON layout.
@@ -39,6 +40,15 @@ pub enum Status {
     Incomplete,
 }
 
+/// How the tree was read (`--walk`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WalkOut {
+    /// `bpf_iter` (one in-kernel pass) or `syscalls`.
+    pub method: &'static str,
+    /// Why `--walk auto` could not use the in-kernel pass.
+    pub fallback_reason: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -51,6 +61,7 @@ pub struct Report {
     pub root_note: Option<String>,
     pub cgroups_scanned: u64,
     pub cgroups_vanished: u64,
+    pub walk: WalkOut,
     pub unsupported_attach_types: Vec<AttachType>,
     pub attachments: Vec<AttachmentOut>,
     pub findings: Vec<Finding>,
@@ -96,6 +107,13 @@ impl Report {
             root_note: snap.root.note.clone(),
             cgroups_scanned: snap.cgroups_scanned,
             cgroups_vanished: snap.cgroups_vanished,
+            walk: WalkOut {
+                method: match snap.walk.method {
+                    WalkMethod::BpfIter => "bpf_iter",
+                    WalkMethod::Syscalls | WalkMethod::Auto => "syscalls",
+                },
+                fallback_reason: snap.walk.fallback.clone(),
+            },
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             attachments,
             findings,
@@ -153,6 +171,9 @@ impl Report {
         let _ = writeln!(s, "{}", self.summary());
         if let Some(note) = &self.root_note {
             let _ = writeln!(s, "note: {note}");
+        }
+        if let Some(reason) = &self.walk.fallback_reason {
+            let _ = writeln!(s, "note: cgroups read by syscalls, not in one kernel pass: {reason}");
         }
         if !self.unsupported_attach_types.is_empty() {
             let names: Vec<&str> = self.unsupported_attach_types.iter().map(|t| t.name()).collect();

@@ -12,10 +12,11 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use crate::attribution;
-use crate::bpf::AttachType;
+use crate::bpf::iter::{self, IterCgroup, IterError, Walker};
 use crate::bpf::programs;
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
+use crate::bpf::{AttachFlags, AttachType};
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::walk::{self, Visit, WalkError};
 use crate::cgroup::{AuditRoot, RootError, RootKind};
@@ -33,6 +34,20 @@ pub struct ScanOptions {
     pub node_name: Option<String>,
     /// cgroup ids whose paths the snapshot should carry (event callers).
     pub name_cgroups: HashSet<u64>,
+    pub walk: WalkMethod,
+}
+
+/// How the cgroup tree is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WalkMethod {
+    /// The in-kernel iterator, or the syscall walk when the kernel cannot
+    /// run it (the reason is reported).
+    #[default]
+    Auto,
+    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
+    BpfIter,
+    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
+    Syscalls,
 }
 
 /// Why an audit could not run at all.
@@ -44,6 +59,8 @@ pub enum AuditError {
     Root(#[from] RootError),
     #[error("--cgroup-root {0}")]
     CgroupRoot(#[source] RootError),
+    #[error("--walk bpf-iter: {0}")]
+    Iter(#[source] IterError),
     #[error("{path}: {source}{hint}")]
     Bpf {
         path: String,
@@ -218,6 +235,41 @@ impl Found {
     }
 }
 
+impl Found {
+    /// Records one cgroup's own attachments and, when asked for, its path.
+    fn add(&mut self, ctx: &WalkContext<'_>, path: &str, id: u64, raw: &[query::Attached]) {
+        if ctx.wanted.contains(&id) {
+            self.paths.insert(id, path.to_owned());
+        }
+        self.attachments.extend(raw.iter().map(|a| Attachment {
+            cgroup: path.to_owned(),
+            cgroup_id: id,
+            attach_type: a.attach_type,
+            attach_flags: a.flags,
+            prog_id: a.prog_id,
+            link_id: None,
+        }));
+    }
+
+    /// Processes of a cgroup below the root holding socket-LB programs.
+    fn add_processes(
+        &mut self,
+        ctx: &WalkContext<'_>,
+        path: &str,
+        id: u64,
+        raw: &[query::Attached],
+        fd: BorrowedFd<'_>,
+    ) {
+        if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+            self.processes.insert(path.to_owned(), processes(fd, ctx.proc));
+        }
+    }
+}
+
+fn connect_hooks(support: &Support) -> Vec<AttachType> {
+    support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect()
+}
+
 struct WalkContext<'a> {
     root_id: u64,
     /// cgroup ids whose paths are recorded (mount tops, event callers).
@@ -228,8 +280,7 @@ struct WalkContext<'a> {
 /// Walks every cgroup below `root`, querying the hooks in `support`.
 fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Found, walk::WalkStats) {
     let mut found = Found::default();
-    let connect: Vec<AttachType> =
-        support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect();
+    let connect = connect_hooks(support);
     let mut raw = Vec::new();
     let stats = walk::walk(root, ctx.root_id, |path, id, fd| {
         let fail = |op: &str, e: SyscallError| {
@@ -260,23 +311,148 @@ fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Fou
                 effective_connect: effective,
             });
         }
-        if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
-            found.processes.insert(path.to_owned(), processes(fd, ctx.proc));
-        }
-        if ctx.wanted.contains(&id) {
-            found.paths.insert(id, path.to_owned());
-        }
-        found.attachments.extend(raw.iter().map(|a| Attachment {
-            cgroup: path.to_owned(),
-            cgroup_id: id,
-            attach_type: a.attach_type,
-            attach_flags: a.flags,
-            prog_id: a.prog_id,
-            link_id: None,
-        }));
+        found.add_processes(ctx, path, id, &raw, fd);
+        found.add(ctx, path, id, &raw);
         Ok(Visit::Done)
     });
     (found, stats)
+}
+
+/// The same as `walk_cgroups`, from one pass of the in-kernel iterator: the
+/// iterator reports every hook's list, so no hook is skipped and no program
+/// loaded mid-walk can be missed; the tree is read under `cgroup_mutex`, so
+/// nothing vanishes half-read.
+fn iter_cgroups(
+    walker: &mut Walker,
+    root: BorrowedFd<'_>,
+    support: &Support,
+    ctx: &WalkContext<'_>,
+) -> Result<(Found, walk::WalkStats, iter::IterStats), IterError> {
+    let mut found = Found::default();
+    let mut stats = walk::WalkStats::default();
+    let connect = connect_hooks(support);
+    // (cgroup id, length of its path): the ancestors of the cgroup being
+    // visited, since records come in pre-order.
+    let mut stack: Vec<(u64, usize)> = Vec::new();
+    let mut path = String::new();
+    let mut raw = Vec::new();
+    let hooks = walker.kernel().hooks.clone();
+    let iter_stats = walker.walk(root, |c: IterCgroup| {
+        if stack.is_empty() {
+            path.clear();
+        } else {
+            while stack.last().is_some_and(|&(id, _)| id != c.parent_id) {
+                stack.pop();
+            }
+            let Some(&(_, parent_len)) = stack.last() else {
+                stats.errors.push(WalkError {
+                    cgroup: c.name.clone(),
+                    op: "bpf_iter".into(),
+                    error: format!("cgroup {} came before its parent {}", c.id, c.parent_id),
+                });
+                return;
+            };
+            path.truncate(parent_len);
+            path.push('/');
+            path.push_str(&c.name);
+        }
+        stack.push((c.id, path.len()));
+        let shown = if path.is_empty() { "/" } else { path.as_str() };
+        stats.scanned += 1;
+
+        raw.clear();
+        for p in &c.programs {
+            match hooks.get(p.atype as usize).and_then(|h| h.1) {
+                Some(t) => raw.push(query::Attached {
+                    attach_type: t,
+                    flags: AttachFlags::from_kernel(p.flags),
+                    prog_id: p.prog_id,
+                }),
+                None => stats.errors.push(WalkError {
+                    cgroup: shown.to_owned(),
+                    op: "bpf_iter".into(),
+                    error: format!(
+                        "program {} on hook {} ({}), which this agent does not know",
+                        p.prog_id,
+                        p.atype,
+                        hooks.get(p.atype as usize).map(|h| h.0.as_str()).unwrap_or("?")
+                    ),
+                }),
+            }
+        }
+        let attribution = if connect.is_empty() { Default::default() } else { attribution::attribute(shown) };
+        let open = || {
+            let rel = shown.trim_start_matches('/');
+            let rel = if rel.is_empty() { "." } else { rel };
+            openat(root, rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+        };
+        if attribution.is_pod_level() {
+            let mut effective = Vec::new();
+            for &t in &connect {
+                let hook = if t.name() == "connect4" { 0 } else { 1 };
+                match &c.effective[hook] {
+                    Some(ids) => effective.extend(ids),
+                    // More than the record carries: ask the kernel.
+                    None => match open()
+                        .map_err(|e| e.to_string())
+                        .and_then(|fd| query::effective(fd.as_fd(), t).map_err(|e| e.to_string()))
+                    {
+                        Ok(ids) => effective.extend(ids),
+                        Err(e) => stats.errors.push(WalkError {
+                            cgroup: shown.to_owned(),
+                            op: "query effective".into(),
+                            error: e,
+                        }),
+                    },
+                }
+            }
+            found.pods.push(PodCgroup {
+                cgroup: shown.to_owned(),
+                pod_uid: attribution.pod_uid.unwrap_or_default(),
+                effective_connect: effective,
+            });
+        }
+        if c.id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+            // Not found: removed since the pass, with nobody left to name.
+            if let Ok(fd) = open() {
+                found.add_processes(ctx, shown, c.id, &raw, fd.as_fd());
+            }
+        }
+        found.add(ctx, shown, c.id, &raw);
+    })?;
+    Ok((found, stats, iter_stats))
+}
+
+/// The walk by syscalls: directories opened one by one, each hook queried.
+fn syscall_walk(
+    root_fd: OwnedFd,
+    audit_root: &AuditRoot,
+    support: &Support,
+    ctx: &WalkContext<'_>,
+) -> Result<(Found, walk::WalkStats, u64, BTreeMap<u32, programs::Program>), AuditError> {
+    // Only hooks that a loaded program's type can use are queried: a hook no
+    // loaded program fits has nothing attached. NB: a program loaded after
+    // this enumeration may be attached mid-walk to a hook skipped here; being
+    // attached, it is still loaded when programs are enumerated again after
+    // the walk, and the hooks its type opens are then walked too.
+    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+    let types_before: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let walked = support.for_prog_types(&types_before);
+    let rewalk_fd = root_fd
+        .try_clone()
+        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), source: e }))?;
+    let (mut found, mut stats) = walk_cgroups(root_fd, &walked, ctx);
+    let mut vanished = stats.vanished;
+    programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
+    let types_after: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let extra = support.for_prog_types(&types_after).minus(&walked);
+    if !extra.supported.is_empty() {
+        let (more, more_stats) = walk_cgroups(rewalk_fd, &extra, ctx);
+        vanished += more_stats.vanished;
+        found.merge(more);
+        stats.errors.extend(more_stats.errors);
+    }
+    Ok((found, stats, vanished, programs))
 }
 
 /// Scans the node. `Err` only when the audit cannot run at all.
@@ -300,31 +476,38 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(opts.name_cgroups.iter().copied())
         .collect();
 
-    // Only hooks that a loaded program's type can use are queried: a hook no
-    // loaded program fits has nothing attached. NB: a program loaded after
-    // this enumeration may be attached mid-walk to a hook skipped here; being
-    // attached, it is still loaded when programs are enumerated again after
-    // the walk, and the hooks its type opens are then walked too.
-    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
-    let types_before: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
-    let walked = support.for_prog_types(&types_before);
-    let rewalk_fd = root_fd
-        .try_clone()
-        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), source: e }))?;
     let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
-    let (mut found, stats) = walk_cgroups(root_fd, &walked, &ctx);
-    let mut vanished = stats.vanished;
-    programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
-    let types_after: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
-    let extra = support.for_prog_types(&types_after).minus(&walked);
-    if !extra.supported.is_empty() {
-        let (more, more_stats) = walk_cgroups(rewalk_fd, &extra, &ctx);
-        vanished += more_stats.vanished;
-        found.merge(more);
-        errors.extend(more_stats.errors.iter().map(ScanError::from));
-    }
-    let Found { mut attachments, pods, processes: processes_by_cgroup, paths: paths_of_interest } = found;
+    let mut walk_info = WalkInfo { method: WalkMethod::Syscalls, fallback: None, passes: 0, buffer_bytes: 0 };
+    let iterated = match opts.walk {
+        WalkMethod::Syscalls => None,
+        WalkMethod::Auto | WalkMethod::BpfIter => {
+            match Walker::shared(|w| iter_cgroups(w, root_fd.as_fd(), &support, &ctx)).and_then(|r| r) {
+                Ok(done) => Some(done),
+                Err(e) if opts.walk == WalkMethod::BpfIter => return Err(AuditError::Iter(e)),
+                Err(e) => {
+                    walk_info.fallback = Some(e.to_string());
+                    None
+                }
+            }
+        }
+    };
+    let (found, stats, vanished, mut programs) = match iterated {
+        Some((found, stats, iter_stats)) => {
+            walk_info.method = WalkMethod::BpfIter;
+            walk_info.passes = iter_stats.passes;
+            walk_info.buffer_bytes = iter_stats.buffer_bytes;
+            // Enumerated after the pass, whose own program is gone by now.
+            let programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+            (found, stats, 0, programs)
+        }
+        None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
+    };
+    let Found { mut attachments, mut pods, processes: processes_by_cgroup, paths: paths_of_interest } = found;
     errors.extend(stats.errors.iter().map(ScanError::from));
+    // One order whatever the walk: by cgroup, then hook; a hook's programs
+    // keep the kernel's order (the stable sort), which is their run order.
+    attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
+    pods.sort_by(|a, b| a.cgroup.cmp(&b.cgroup));
 
     for m in &mut mounts {
         if let MountTop::Known { cgroup_id, cgroup } = &mut m.top {
@@ -357,6 +540,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         root: audit_root,
         cgroups_scanned: stats.scanned,
         cgroups_vanished: vanished,
+        walk: walk_info,
         unsupported_attach_types: support.unsupported,
         attachments,
         programs,

@@ -10,6 +10,7 @@ use crate::bpf::programs::Program;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType};
 use crate::cgroup::AuditRoot;
+use crate::scan::WalkMethod;
 
 /// One program attached directly to one cgroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +106,18 @@ pub struct ScanError {
     pub message: String,
 }
 
+/// How the cgroup tree was read, and why not in the kernel if it was not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkInfo {
+    pub method: WalkMethod,
+    /// Why `--walk auto` fell back to the syscall walk.
+    pub fallback: Option<String>,
+    /// In-kernel passes run (a pass whose buffer overflowed is run again).
+    pub passes: u32,
+    /// Size of the record buffer of the last pass.
+    pub buffer_bytes: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub node: String,
@@ -112,6 +125,7 @@ pub struct Snapshot {
     pub root: AuditRoot,
     pub cgroups_scanned: u64,
     pub cgroups_vanished: u64,
+    pub walk: WalkInfo,
     pub unsupported_attach_types: Vec<AttachType>,
     pub attachments: Vec<Attachment>,
     /// Every program loaded on the node, by id.

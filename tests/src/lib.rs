@@ -150,6 +150,17 @@ pub fn prog_type_for(hook: &str) -> u32 {
     }
 }
 
+/// Ids of every BPF program loaded on the node.
+pub fn loaded_program_ids() -> Vec<u32> {
+    let mut ids = Vec::new();
+    let mut id = 0;
+    while let Some(next) = sys::prog_next_id(id).expect("BPF_PROG_GET_NEXT_ID") {
+        ids.push(next);
+        id = next;
+    }
+    ids
+}
+
 /// A loaded allow-all program (`r0 = 1; exit`): it never changes what a
 /// socket does, so attaching it anywhere, even the real root, is harmless.
 /// Unloaded when dropped (unless still attached somewhere).

@@ -68,6 +68,9 @@ fn bad_proc_and_bad_flags_are_refused() {
     assert!(run.stderr.contains("[possible values: table, json]"), "{}", run.stderr);
     let run = agent(&["audit", "--bogus"]);
     assert_eq!(run.code, 2, "{run:?}");
+    let run = agent(&["audit", "--walk", "fast"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("[possible values: auto, bpf-iter, syscalls]"), "{}", run.stderr);
     assert_eq!(before, host_state());
 }
 

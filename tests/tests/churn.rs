@@ -1,6 +1,8 @@
 //! Cgroups created and removed while audits run (containers starting and
-//! stopping): no aborted audit, no false finding, vanished cgroups counted.
-//! `bpftool cgroup tree` aborts its whole walk on such a race.
+//! stopping): no aborted audit, no false finding. The syscall walk counts
+//! the cgroups that vanish under it; the in-kernel pass holds cgroup_mutex,
+//! so nothing vanishes mid-pass. `bpftool cgroup tree` aborts its whole walk
+//! on such a race.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,10 +10,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use integration_tests::*;
 
 #[test]
-fn audits_survive_cgroup_churn_and_count_what_vanished() {
+fn syscall_walks_survive_cgroup_churn_and_count_what_vanished() {
     if !can_run(&[]) {
         return;
     }
+    let (audits, cycles, vanished) =
+        churn("syscalls", |audits, vanished| audits < 200 && (audits < 20 || vanished == 0));
+    eprintln!("{audits} audits during {cycles} pod create/remove cycles; {vanished} cgroups vanished mid-walk");
+    assert!(vanished > 0, "{audits} audits never raced a removal; the churn is too weak to test anything");
+}
+
+#[test]
+fn in_kernel_walks_survive_cgroup_churn() {
+    if !can_run(&[]) {
+        return;
+    }
+    let (audits, cycles, vanished) = churn("bpf-iter", |audits, _| audits < 40);
+    eprintln!("{audits} in-kernel audits during {cycles} pod create/remove cycles");
+    assert!(cycles > audits as u64, "the churn ran alongside: {cycles} cycles for {audits} audits");
+    assert_eq!(vanished, 0, "a pass under cgroup_mutex sees each cgroup whole or not at all");
+}
+
+/// Audits with `--walk <walk>` while pods come and go, as long as `more`
+/// says; returns (audits, churn cycles, cgroups vanished).
+fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
     let t = TestCgroup::new("churn");
     // A healthy node: socket LB at the (test) root, a device program on a
     // stable container, so a misread would show up as a finding.
@@ -46,18 +68,17 @@ fn audits_survive_cgroup_churn_and_count_what_vanished() {
 
     let mut vanished = 0;
     let mut audits = 0;
-    while audits < 200 && (audits < 20 || vanished == 0) {
-        let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    while more(audits, vanished) {
+        let run = agent(&["audit", "--output", "json", "--walk", walk, "--cgroup-root", t.path.to_str().unwrap()]);
         assert_eq!(run.code, 0, "audit {audits} under churn: {run:?}");
         let report = run.json();
         assert!(report["findings"].as_array().unwrap().is_empty(), "false finding under churn: {report:#}");
         assert_eq!(report["attachments"].as_array().unwrap().len(), 11, "{report:#}");
         assert!(report["errors"].as_array().unwrap().is_empty(), "vanishing is not an error: {report:#}");
+        assert_eq!(report["walk"]["method"], walk.replace('-', "_"));
         vanished += report["cgroups_vanished"].as_u64().unwrap();
         audits += 1;
     }
     stop.store(true, Ordering::Relaxed);
-    let cycles = churner.join().unwrap();
-    eprintln!("{audits} audits during {cycles} pod create/remove cycles; {vanished} cgroups vanished mid-walk");
-    assert!(vanished > 0, "{audits} audits never raced a removal; the churn is too weak to test anything");
+    (audits, churner.join().unwrap(), vanished)
 }

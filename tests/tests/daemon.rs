@@ -104,16 +104,6 @@ fn not_ready_until_the_first_audit_completes() {
     assert_eq!(report["status"], "ok");
 }
 
-fn loaded_program_ids() -> Vec<u32> {
-    let mut ids = Vec::new();
-    let mut id = 0;
-    while let Some(next) = agent::bpf::sys::prog_next_id(id).expect("BPF_PROG_GET_NEXT_ID") {
-        ids.push(next);
-        id = next;
-    }
-    ids
-}
-
 #[test]
 fn sigterm_stops_cleanly_and_detaches_its_programs() {
     if !can_run(&[]) {

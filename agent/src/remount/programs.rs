@@ -36,7 +36,13 @@ pub struct Detach {
 /// CNI-owned socket-LB programs attached below the root, from a fresh audit
 /// of the whole node. Returns the hierarchy root's path too.
 pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach>), String> {
-    let opts = ScanOptions { proc: proc.to_owned(), cgroup_root: None, node_name: None, name_cgroups: HashSet::new() };
+    let opts = ScanOptions {
+        proc: proc.to_owned(),
+        cgroup_root: None,
+        node_name: None,
+        name_cgroups: HashSet::new(),
+        walk: Default::default(),
+    };
     let snap = scan::scan(&opts).map_err(|e| format!("auditing the node: {e:#}"))?;
     let policy = Policy { allow: allow.to_vec() };
     let found = findings::evaluate(&snap, &policy)
