@@ -48,12 +48,12 @@ pub fn main(args: &AuditArgs) -> u8 {
             return EXIT_UNKNOWN;
         }
     };
-    let text = match args.output {
-        Output::Table => report.to_table(),
-        Output::Json => report.to_json() + "\n",
-    };
     // A closed pipe (`| head`) is not an audit failure.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    let _ = match args.output {
+        Output::Table => std::io::stdout().write_all(report.to_table().as_bytes()),
+        // Streamed: on a 50,000-cgroup node the document is ~15 MB.
+        Output::Json => report.write_json(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
     if report.exit_code() == EXIT_UNKNOWN {
         eprintln!("agent audit: {}", report.summary());
         if let Some(note) = &report.root_note {

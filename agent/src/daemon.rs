@@ -285,6 +285,7 @@ async fn audit_loop(
     let mut trigger = "startup";
     let mut last_summary = String::new();
     let mut remediated = std::collections::HashMap::new();
+    let mut last_fallback: Option<String> = None;
     loop {
         let events = state.events();
         let mut opts = scan_options(&args.scan);
@@ -309,6 +310,12 @@ async fn audit_loop(
                     tracing::debug!(trigger, "{summary}");
                 }
                 last_summary = summary;
+                if report.walk.fallback_reason != last_fallback {
+                    if let Some(reason) = &report.walk.fallback_reason {
+                        tracing::warn!(reason = %reason, "reading cgroups by syscalls: the in-kernel walk is unavailable");
+                    }
+                    last_fallback = report.walk.fallback_reason.clone();
+                }
                 *state.latest.write().unwrap_or_else(|e| e.into_inner()) = Some(report.to_json());
                 state.ready.store(true, Ordering::Relaxed);
                 remediate(&args, &state, &report, &mut remediated).await;

@@ -459,7 +459,7 @@ pub fn owned<'a>(snap: &'a Snapshot, policy: &'a Policy) -> impl Iterator<Item =
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
     use std::path::PathBuf;
 
@@ -480,7 +480,7 @@ mod tests {
     }
 
     /// A node with nothing on it; builders below add to it.
-    fn node() -> Snapshot {
+    pub(crate) fn node() -> Snapshot {
         Snapshot {
             node: "n1".into(),
             kernel: "6.18".into(),

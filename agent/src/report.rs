@@ -47,6 +47,9 @@ pub struct WalkOut {
     pub method: &'static str,
     /// Why `--walk auto` could not use the in-kernel pass.
     pub fallback_reason: Option<String>,
+    /// In-kernel passes run: 1, or more when the record buffer overflowed
+    /// and the pass was run again with a larger one (0 for `syscalls`).
+    pub passes: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,6 +116,7 @@ impl Report {
                     WalkMethod::Syscalls | WalkMethod::Auto => "syscalls",
                 },
                 fallback_reason: snap.walk.fallback.clone(),
+                passes: snap.walk.passes,
             },
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             attachments,
@@ -129,6 +133,13 @@ impl Report {
             Status::Problem => 1,
             Status::Incomplete => 2,
         }
+    }
+
+    /// The JSON document and a newline, written as it is serialized.
+    pub fn write_json(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut out, self)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 
     pub fn to_json(&self) -> String {
@@ -283,4 +294,33 @@ fn write_finding_group(s: &mut String, group: &[Finding]) {
     let why = if group.len() == 1 { f.message.as_str() } else { f.kind.explanation() };
     let _ = writeln!(s, "    why:   {why}");
     let _ = writeln!(s, "    fix:   {}", f.remediation);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::WalkInfo;
+
+    #[test]
+    fn the_walk_and_a_fallback_reason_are_reported() {
+        let mut snap = crate::findings::tests::node();
+        let report = Report::new(&snap, &Policy::default());
+        assert_eq!(report.walk.method, "bpf_iter");
+        assert!(!report.to_table().contains("not in one kernel pass"));
+        snap.walk = WalkInfo {
+            method: WalkMethod::Syscalls,
+            fallback: Some("no struct cgroup in the kernel's BTF".into()),
+            passes: 0,
+            buffer_bytes: 0,
+        };
+        let report = Report::new(&snap, &Policy::default());
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["walk"]["method"], "syscalls");
+        assert_eq!(json["walk"]["fallback_reason"], "no struct cgroup in the kernel's BTF");
+        assert!(
+            report.to_table().contains("note: cgroups read by syscalls, not in one kernel pass: no struct cgroup"),
+            "{}",
+            report.to_table()
+        );
+    }
 }

@@ -228,6 +228,16 @@ impl<'a> Types<'a> {
         self.size_of(elem).ok_or(BtfError::Malformed)
     }
 
+    /// Name of the element type of the array type `id` (`hlist_head`).
+    pub fn element_name(&self, id: u32) -> Option<String> {
+        let h = self.header(self.resolve(id)?)?;
+        if h.1 != KIND_ARRAY {
+            return None;
+        }
+        let elem = self.header(self.resolve(u32_at(self.types, h.5)?)?)?;
+        Some(String::from_utf8_lossy(self.str_at(elem.0)).into_owned())
+    }
+
     /// Every (name, value) of enum `name`.
     pub fn enum_values(&self, name: &str) -> Result<Vec<(String, i64)>, BtfError> {
         let id = self

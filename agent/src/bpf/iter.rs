@@ -75,6 +75,12 @@ pub struct Kernel {
 pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
     let cgroup_bpf = |m: &str| types.offset_of("cgroup", &format!("bpf.{m}"));
     let (cgroup_flags, flags_type) = cgroup_bpf("flags")?;
+    // The program follows NULL-terminated hlists (6.0+); older kernels kept
+    // circular list_heads here, which it must not walk.
+    let (cgroup_progs, progs_type) = cgroup_bpf("progs")?;
+    if types.element_name(progs_type).as_deref() != Some("hlist_head") {
+        return Err(BtfError::Missing("cgroup_bpf.progs as hlist_head[] (kernel 6.0+)".into()));
+    }
     let atypes = types.enum_values("cgroup_bpf_attach_type")?;
     let uapi = types.enum_values("bpf_attach_type")?;
     let value = |name: &str, set: &[(String, i64)]| set.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
@@ -105,7 +111,7 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
     let layout = KernelLayout {
         cgroup_kn: off("cgroup", "kn")?,
         cgroup_effective: cgroup_bpf("effective")?.0,
-        cgroup_progs: cgroup_bpf("progs")?.0,
+        cgroup_progs,
         cgroup_flags,
         flags_size: types.element_size(flags_type)?,
         n_atypes: n_atypes as u32,
@@ -219,11 +225,16 @@ fn load_error(e: &dyn std::error::Error) -> String {
     }
 }
 
-/// A ring buffer size for `cgroups` cgroups: room for a long name and a few
-/// attachments each, a power of two (the kernel's rule), at least 256 KiB.
+/// Largest ring buffer a pass may use.
+const MAX_BUFFER: u32 = 256 << 20;
+
+/// A first ring buffer size for `cgroups` cgroups: records are copied out
+/// while the kernel writes them, so it holds the lag, not the tree (~190
+/// bytes a cgroup): a third of the tree, 256 KiB to 4 MiB, a power of two
+/// (the kernel's rule). It is mapped twice (the kernel's wrap-around
+/// mapping), so it counts double in RSS.
 fn buffer_size(cgroups: u64) -> u32 {
-    let want = cgroups.saturating_mul(CGROUP_RECORD_HEADER as u64 + 8 + 128 + 2 * 40).saturating_add(64 * 1024);
-    want.clamp(256 * 1024, 1 << 30).next_power_of_two().min(1 << 30) as u32
+    cgroups.saturating_mul(64).clamp(256 << 10, 4 << 20).next_power_of_two() as u32
 }
 
 /// Number of live cgroups at and below `root`, from its `cgroup.stat`.
@@ -296,6 +307,9 @@ impl Walker {
         // the process's: one 84-byte copy per process.
         let layout: &'static KernelLayout = Box::leak(Box::new(kernel.layout));
         loader.btf(None).override_global("LAYOUT", layout, true);
+        drop(types);
+        drop(data);
+        sys::release_free_heap();
         Ok(Walker { kernel, btf, loader })
     }
 
@@ -340,45 +354,39 @@ fn walk(
         prog.load("cgroup", btf).map_err(|e| IterError::Load(load_error(&e)))?;
         let prog_fd = prog.fd().map_err(|e| IterError::Load(e.to_string()))?;
         let link = sys::cgroup_iter_link_create(prog_fd.as_fd(), root)?;
-        let mut reader = fs::File::from(sys::iter_create(link.as_fd())?);
-        // The program writes nothing to the seq_file: the first read runs
-        // the whole walk and returns 0.
-        let mut sink = [0u8; 64];
-        while reader.read(&mut sink).map_err(IterError::Read)? > 0 {}
+        let reader = fs::File::from(sys::iter_create(link.as_fd())?);
+        let mut records: RingBuf<MapData> = take(&mut ebpf, "CGROUP_RECORDS")?;
+        let raw = run_pass(reader, &mut records)?;
 
-        let status: Array<MapData, u64> = ebpf
-            .take_map("STATUS")
-            .ok_or_else(|| IterError::Load("STATUS missing".into()))?
-            .try_into()
-            .map_err(|e: aya::maps::MapError| IterError::Load(e.to_string()))?;
+        let status: Array<MapData, u64> = take(&mut ebpf, "STATUS")?;
         let slot = |i| status.get(&i, 0).unwrap_or(0);
         let (visited, dropped, failed) = (slot(STATUS_VISITED), slot(STATUS_DROPPED), slot(STATUS_FAILED));
         if failed > 0 {
             return Err(IterError::KernelRead(failed));
         }
         if dropped > 0 {
-            if size >= 1 << 30 {
+            // The kernel outran the copy: run the pass again with more room.
+            if size >= MAX_BUFFER {
                 return Err(IterError::Overflow(size));
             }
-            size = size.saturating_mul(4).min(1 << 30);
+            size = size.saturating_mul(4).min(MAX_BUFFER);
             continue;
         }
-        let mut records: RingBuf<MapData> = ebpf
-            .take_map("CGROUP_RECORDS")
-            .ok_or_else(|| IterError::Load("CGROUP_RECORDS missing".into()))?
-            .try_into()
-            .map_err(|e: aya::maps::MapError| IterError::Load(e.to_string()))?;
+        drop((records, ebpf));
         let mut current: Option<IterCgroup> = None;
-        while let Some(item) = records.next() {
-            match u32_at(&item, 0) {
+        let mut rest = raw.as_slice();
+        while let Some(len) = u32_at(rest, 0) {
+            let Some(item) = rest.get(4..4 + len as usize) else { break };
+            rest = &rest[4 + len as usize..];
+            match u32_at(item, 0) {
                 Some(KIND_CGROUP) => {
                     if let Some(done) = current.take() {
                         visit(done);
                     }
-                    current = decode_cgroup(&item);
+                    current = decode_cgroup(item);
                 }
                 Some(KIND_ATTACH) => {
-                    if let (Some(c), Some(p)) = (current.as_mut(), decode_attach(&item)) {
+                    if let (Some(c), Some(p)) = (current.as_mut(), decode_attach(item)) {
                         c.programs.push(p);
                     }
                 }
@@ -394,16 +402,56 @@ fn walk(
     }
 }
 
+fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
+    ebpf: &mut aya::Ebpf,
+    name: &str,
+) -> Result<T, IterError> {
+    let map = ebpf.take_map(name).ok_or_else(|| IterError::Load(format!("{name} missing from the object")))?;
+    map.try_into().map_err(|e: aya::maps::MapError| IterError::Load(format!("{name}: {e}")))
+}
+
+/// Runs the pass (one `read(2)` of the iterator, on its own thread) while
+/// this thread copies records out of the ring buffer as they arrive, so the
+/// buffer only has to hold the lag, not the tree. Records are kept as
+/// length-prefixed bytes and decoded only once the pass is known complete.
+fn run_pass(mut reader: fs::File, records: &mut RingBuf<MapData>) -> Result<Vec<u8>, IterError> {
+    let mut raw = Vec::new();
+    let drain = |records: &mut RingBuf<MapData>, raw: &mut Vec<u8>| {
+        while let Some(item) = records.next() {
+            raw.extend_from_slice(&(item.len() as u32).to_ne_bytes());
+            raw.extend_from_slice(&item);
+        }
+    };
+    std::thread::scope(|s| {
+        let pass = s.spawn(move || {
+            // The program writes nothing to the seq_file: the first read
+            // runs the whole walk and returns 0.
+            let mut sink = [0u8; 64];
+            while reader.read(&mut sink)? > 0 {}
+            Ok::<(), std::io::Error>(())
+        });
+        while !pass.is_finished() {
+            drain(records, &mut raw);
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        drain(records, &mut raw);
+        pass.join()
+            .map_err(|_| IterError::Read(std::io::Error::other("the reader thread panicked")))?
+            .map_err(IterError::Read)
+    })?;
+    Ok(raw)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn buffer_sizes_are_powers_of_two_and_grow_with_the_tree() {
-        assert_eq!(buffer_size(1), 256 * 1024);
-        assert!(buffer_size(10_000).is_power_of_two());
-        assert!(buffer_size(50_000) >= 50_000 * 200);
-        assert_eq!(buffer_size(u64::MAX), 1 << 30);
+    fn buffer_sizes_are_powers_of_two_and_bounded() {
+        assert_eq!(buffer_size(1), 256 << 10);
+        assert_eq!(buffer_size(10_000), 1 << 20);
+        assert_eq!(buffer_size(50_000), 4 << 20);
+        assert_eq!(buffer_size(u64::MAX), 4 << 20);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The only `unsafe` in the agent: thin wrappers over bpf(2).
+//! The only `unsafe` in the agent: thin wrappers over bpf(2) (and one libc
+//! call that hands freed heap back to the kernel, `release_free_heap`).
 //!
 //! Every function fills one command's part of `union bpf_attr` (aya-obj's
 //! generated UAPI bindings), issues the syscall and turns the result into an
@@ -440,3 +441,15 @@ pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
 // SAFETY: KernelLayout is #[repr(C)] and made of u32 only: no padding, every
 // bit pattern valid, so aya may copy it into the program's .rodata.
 unsafe impl aya::Pod for super::iter::KernelLayout {}
+
+/// Returns freed heap pages to the kernel (glibc's `malloc_trim`). aya's
+/// loader parses all of vmlinux BTF (~30 MB of small allocations) and frees
+/// it at once; without this, glibc keeps those pages and the audit's peak RSS
+/// is that plus the walk. musl's allocator returns them by itself.
+pub fn release_free_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -265,16 +265,15 @@ fn bpftool_set(text: &str) -> AttachmentSet {
 
 /// Runs a command under GNU time: (wall seconds, peak RSS KiB, stdout).
 fn timed(cmd: &[&str]) -> (f64, u64, String) {
-    let out = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "%e %M", "--"])
-        .args(cmd)
-        .output()
-        .expect("/usr/bin/time");
+    // Wall time measured here (GNU time's %e has 10 ms resolution); peak
+    // RSS from GNU time's %M. /usr/bin/time's own start-up is in both.
+    let start = std::time::Instant::now();
+    let out =
+        std::process::Command::new("/usr/bin/time").args(["-f", "%M", "--"]).args(cmd).output().expect("/usr/bin/time");
+    let wall = start.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();
-    let mut it = last.split_whitespace();
-    let wall: f64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
-    let rss: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let rss: u64 = last.trim().parse().unwrap_or(0);
     (wall, rss, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -298,85 +297,104 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median, min and max.
+fn spread(v: &mut [f64]) -> (f64, f64, f64) {
+    let (lo, hi) = (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max));
+    (median(v), lo, hi)
+}
+
 /// One row per size; `bpftool_max`: the largest tree bpftool is run on
-/// (it keeps a copy of vmlinux BTF, ~5 MB, per attached program).
+/// (it keeps a copy of vmlinux BTF, ~5 MB, per attached program). The agent
+/// runs with its default walk (one in-kernel pass) and with
+/// `--walk syscalls`, so the table shows what each bought.
 fn audit_bench(title: &str, sizes: &[usize], device_every: usize, bpftool_max: usize, runs: usize) {
     println!("== {title}: agent audit vs bpftool cgroup tree, {runs} runs each after a warm-up, alternating ==");
     println!(
-        "{:>8} {:>8} | {:>10} {:>15} {:>10} {:>9} | {:>10} {:>15} {:>10} {:>9} | {:>7}",
+        "{:>7} {:>6} | {:>20} {:>6} {:>7} | {:>20} {:>6} {:>7} | {:>20} {:>6} {:>7} | {:>7} {:>7}",
         "cgroups",
         "attach",
-        "agent p50",
-        "min-max",
+        "agent p50 (min-max)",
+        "bpf/cg",
+        "RSS MiB",
+        "--walk syscalls",
         "bpf/cg",
         "RSS MiB",
         "bpftool",
-        "min-max",
         "bpf/cg",
         "RSS MiB",
-        "ratio"
+        "ratio",
+        "ratio sc"
     );
     let agent = agent_bin();
     for &n in sizes {
         let h = Hierarchy::build(n, device_every);
         let root = h.t.path.to_str().unwrap().to_owned();
         let a_cmd = [agent.to_str().unwrap(), "audit", "--output", "json", "--cgroup-root", &root];
+        let s_cmd =
+            [agent.to_str().unwrap(), "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root];
         let b_cmd = ["bpftool", "cgroup", "tree", &root];
-        if n > bpftool_max {
-            let (_, _, a_out) = timed(&a_cmd);
-            let count = agent_set(&a_out, &h.t.path).len();
-            let mut wall: Vec<f64> = (0..runs).map(|_| timed(&a_cmd).0).collect();
-            let rss = (0..1).map(|_| timed(&a_cmd).1).max().unwrap_or(0);
-            println!(
-                "{:>8} {:>8} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>43} |",
-                h.cgroups,
-                count,
-                median(&mut wall),
-                "",
-                bpf_calls(&a_cmd) as f64 / h.cgroups as f64,
-                rss as f64 / 1024.0,
-                format!("not run: would need ~{} GiB", count * 5 / 1024 + 1)
-            );
-            continue;
-        }
+        let with_bpftool = n <= bpftool_max;
         // Warm-up, and the answers compared.
         let (_, _, a_out) = timed(&a_cmd);
-        let (_, _, b_out) = timed(&b_cmd);
-        let (a_set, b_set) = (agent_set(&a_out, &h.t.path), bpftool_set(&b_out));
-        assert_eq!(a_set.len(), b_set.len(), "different number of attachments at {n}");
-        assert!(a_set == b_set, "different attachment sets at {n} cgroups");
-        let (mut a_wall, mut b_wall, mut a_rss, mut b_rss) = (Vec::new(), Vec::new(), 0, 0);
+        let (_, _, s_out) = timed(&s_cmd);
+        let a_set = agent_set(&a_out, &h.t.path);
+        assert!(a_set == agent_set(&s_out, &h.t.path), "the agent's two walks disagree at {n} cgroups");
+        let method = serde_json::from_str::<serde_json::Value>(&a_out).ok().map(|r| r["walk"]["method"].clone());
+        assert_eq!(method, Some("bpf_iter".into()), "the default walk fell back at {n}: {a_out:.400}");
+        if with_bpftool {
+            let (_, _, b_out) = timed(&b_cmd);
+            let b_set = bpftool_set(&b_out);
+            assert_eq!(a_set.len(), b_set.len(), "different number of attachments at {n}");
+            assert!(a_set == b_set, "different attachment sets at {n} cgroups");
+        }
+        let (mut a_wall, mut s_wall, mut b_wall) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut a_rss, mut s_rss, mut b_rss) = (0, 0, 0);
         for _ in 0..runs {
             let (w, r, _) = timed(&a_cmd);
             a_wall.push(w);
             a_rss = a_rss.max(r);
-            let (w, r, _) = timed(&b_cmd);
-            b_wall.push(w);
-            b_rss = b_rss.max(r);
+            let (w, r, _) = timed(&s_cmd);
+            s_wall.push(w);
+            s_rss = s_rss.max(r);
+            if with_bpftool {
+                let (w, r, _) = timed(&b_cmd);
+                b_wall.push(w);
+                b_rss = b_rss.max(r);
+            }
         }
-        let (a_calls, b_calls) = (bpf_calls(&a_cmd), bpf_calls(&b_cmd));
-        let (a_min, a_max) =
-            (a_wall.iter().cloned().fold(f64::MAX, f64::min), a_wall.iter().cloned().fold(0.0, f64::max));
-        let (b_min, b_max) =
-            (b_wall.iter().cloned().fold(f64::MAX, f64::min), b_wall.iter().cloned().fold(0.0, f64::max));
-        let (a_med, b_med) = (median(&mut a_wall), median(&mut b_wall));
+        let per_cg = |cmd: &[&str]| bpf_calls(cmd) as f64 / h.cgroups as f64;
+        let (a_med, a_min, a_max) = spread(&mut a_wall);
+        let (s_med, s_min, s_max) = spread(&mut s_wall);
+        let mib = |kb: u64| kb as f64 / 1024.0;
+        let bpftool_cols = if with_bpftool {
+            let (b_med, b_min, b_max) = spread(&mut b_wall);
+            format!(
+                "{:>20} {:>6.1} {:>7.1} | {:>6.1}x",
+                format!("{b_med:.3}s ({b_min:.2}-{b_max:.2})"),
+                per_cg(&b_cmd),
+                mib(b_rss),
+                b_med / a_med
+            )
+        } else {
+            format!("{:>36} | {:>7}", format!("not run: would need ~{} GiB", a_set.len() * 5 / 1024 + 1), "")
+        };
         println!(
-            "{:>8} {:>8} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>9.3}s {:>15} {:>10.1} {:>9.1} | {:>6.1}x",
+            "{:>7} {:>6} | {:>20} {:>6.2} {:>7.1} | {:>20} {:>6.1} {:>7.1} | {} {:>6.1}x",
             h.cgroups,
             a_set.len(),
-            a_med,
-            format!("{a_min:.3}-{a_max:.3}"),
-            a_calls as f64 / h.cgroups as f64,
-            a_rss as f64 / 1024.0,
-            b_med,
-            format!("{b_min:.3}-{b_max:.3}"),
-            b_calls as f64 / h.cgroups as f64,
-            b_rss as f64 / 1024.0,
-            b_med / a_med
+            format!("{a_med:.3}s ({a_min:.2}-{a_max:.2})"),
+            per_cg(&a_cmd),
+            mib(a_rss),
+            format!("{s_med:.3}s ({s_min:.2}-{s_max:.2})"),
+            per_cg(&s_cmd),
+            mib(s_rss),
+            bpftool_cols,
+            s_med / a_med
         );
     }
     println!(
-        "(wall time from GNU time has 10 ms resolution; identical (cgroup, attach type, program) sets checked at each size)"
+        "(wall time of the whole process; ratio = bpftool / agent, ratio sc = --walk syscalls / agent; \
+         identical (cgroup, attach type, program) sets checked at each size)"
     );
 }
 
@@ -391,10 +409,19 @@ fn main() {
         let h = Hierarchy::build(n, every);
         let root = h.t.path.to_str().unwrap().to_owned();
         let agent = agent_bin();
-        for cmd in [
-            vec!["bpftool", "cgroup", "tree", &root],
-            vec![agent.to_str().unwrap(), "audit", "--output", "json", "--cgroup-root", &root],
-        ] {
+        let a = agent.to_str().unwrap();
+        let walks = [
+            vec![a, "audit", "--output", "json", "--cgroup-root", &root],
+            vec![a, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root],
+        ];
+        for cmd in &walks {
+            let (wall, rss, _) = timed(cmd);
+            eprintln!("{}: {wall:.3} s, peak RSS {:.1} MiB", cmd[4..cmd.len() - 2].join(" "), rss as f64 / 1024.0);
+        }
+        let bpftool = vec!["bpftool", "cgroup", "tree", &root];
+        // bpftool keeps ~5 MB per attached program: only on sparse trees.
+        let traced = if every > 1 || n <= 1_000 { vec![bpftool, walks[0].clone()] } else { vec![walks[0].clone()] };
+        for cmd in traced {
             let out = std::process::Command::new("strace")
                 .args(["-f", "-c", "-o", "/dev/stderr", "--"])
                 .args(&cmd)
