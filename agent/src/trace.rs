@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aya::Ebpf;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use aya::programs::TracePoint;
-use aya::{Ebpf, EbpfLoader};
 use aya_log::EbpfLogger;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::time::{ClockId, clock_gettime};
@@ -94,8 +94,11 @@ impl Tracer {
         if !tracefs_ready() {
             return Err(TraceError::NoTracefs("no syscalls events under /sys/kernel/tracing".into()));
         }
-        let mut ebpf =
-            EbpfLoader::new().override_global("AGENT_TGID", &own_tgid, true).load(OBJECT).map_err(TraceError::Load)?;
+        // The loader keeps the value for the process's life: 4 bytes, once
+        // per tracer.
+        let tgid: &'static u32 = Box::leak(Box::new(own_tgid));
+        let mut ebpf = crate::bpf::loader::with_loader(|l| l.override_global("AGENT_TGID", tgid, false).load(OBJECT))
+            .map_err(TraceError::Load)?;
         // NB: the logger takes the log map; it must live as long as the
         // programs, or their log calls go nowhere.
         let logger = EbpfLogger::init(&mut ebpf).map_err(TraceError::Log)?;

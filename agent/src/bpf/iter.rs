@@ -14,12 +14,13 @@ use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Mutex;
 
+use aya::Btf;
 use aya::maps::{Array, MapData, RingBuf};
 use aya::programs::Iter;
-use aya::{Btf, EbpfLoader};
 
 use super::AttachType;
 use super::btf::{BtfError, Types};
+use super::loader;
 use super::sys;
 
 #[path = "../../../agent-ebpf/src/cgroup_record.rs"]
@@ -282,15 +283,14 @@ fn attach_target(func_id: u32) -> Btf {
     btf
 }
 
-/// The kernel's layout, the program's attach target and a loader, made
-/// once per process (`shared`): each `walk` then only loads the program.
+/// The kernel's layout and the program's attach target, made once per
+/// process (`shared`): each `walk` then only loads the program (through the
+/// process's loader, `bpf::loader`).
 pub struct Walker {
     kernel: Kernel,
     btf: Btf,
-    /// aya's `EbpfLoader::new()` parses all of vmlinux BTF (~70 ms here);
-    /// this loader is made once and told to use none (the object has no
-    /// CO-RE relocations).
-    loader: EbpfLoader<'static>,
+    /// The value of the program's `LAYOUT` global, for the process's loader.
+    layout: &'static KernelLayout,
 }
 
 /// The process's walker: the daemon audits many times with one.
@@ -302,15 +302,10 @@ impl Walker {
         let types = Types::parse(&data)?;
         let kernel = kernel_layout(&types)?;
         let btf = attach_target(types.func_id("bpf_iter_cgroup")?);
-        let mut loader = EbpfLoader::new();
-        // The loader borrows the global's value for its lifetime, which is
-        // the process's: one 84-byte copy per process.
+        // The process's loader keeps the global's value for its lifetime:
+        // one 84-byte copy per walker, and there is one walker per process.
         let layout: &'static KernelLayout = Box::leak(Box::new(kernel.layout));
-        loader.btf(None).override_global("LAYOUT", layout, true);
-        drop(types);
-        drop(data);
-        sys::release_free_heap();
-        Ok(Walker { kernel, btf, loader })
+        Ok(Walker { kernel, btf, layout })
     }
 
     /// Runs `f` with the process's walker, making it on first use.
@@ -330,12 +325,12 @@ impl Walker {
     /// once per cgroup in pre-order (parents before children). `visit` runs
     /// only after a complete pass: never on a partial one.
     pub fn walk(&mut self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
-        walk(&mut self.loader, &self.btf, root, visit)
+        walk(self.layout, &self.btf, root, visit)
     }
 }
 
 fn walk(
-    loader: &mut EbpfLoader<'static>,
+    layout: &'static KernelLayout,
     btf: &Btf,
     root: BorrowedFd<'_>,
     mut visit: impl FnMut(IterCgroup),
@@ -344,8 +339,10 @@ fn walk(
     let mut stats = IterStats::default();
     loop {
         stats.passes += 1;
-        let mut ebpf =
-            loader.map_max_entries("CGROUP_RECORDS", size).load(OBJECT).map_err(|e| IterError::Load(load_error(&e)))?;
+        let mut ebpf = loader::with_loader(|l| {
+            l.override_global("LAYOUT", layout, false).map_max_entries("CGROUP_RECORDS", size).load(OBJECT)
+        })
+        .map_err(|e| IterError::Load(load_error(&e)))?;
         let prog: &mut Iter = ebpf
             .program_mut("cgroup_walk")
             .ok_or_else(|| IterError::Load("cgroup_walk missing from the object".into()))?
@@ -398,6 +395,10 @@ fn walk(
         }
         stats.visited = visited;
         stats.buffer_bytes = size;
+        drop(raw);
+        // The copied records were up to ~10 MB at 50,000 cgroups; a daemon
+        // should not keep them between audits.
+        sys::release_free_heap();
         return Ok(stats);
     }
 }

@@ -3,6 +3,7 @@
 pub mod attach_type;
 pub mod btf;
 pub mod iter;
+pub mod loader;
 pub mod programs;
 pub mod query;
 pub mod sys;
