@@ -363,6 +363,11 @@ fn image_runs_like_the_daemonset_and_sees_another_containers_misattachment() {
     let report = audit.json();
     assert_eq!(report["root_kind"], "hierarchy", "the real root, through /proc/1/root");
     assert_eq!(report["root_cgroup_id"], 1);
+    assert_eq!(
+        report["walk"]["method"], "bpf_iter",
+        "the manifest's capabilities run the in-kernel walk: {:#}",
+        report["walk"]
+    );
     let below: Vec<&Value> = report["findings"]
         .as_array()
         .unwrap()
