@@ -233,9 +233,7 @@ impl Found {
         }
         self.paths.extend(more.paths);
     }
-}
 
-impl Found {
     /// Records one cgroup's own attachments and, when asked for, its path.
     fn add(&mut self, ctx: &WalkContext<'_>, path: &str, id: u64, raw: &[query::Attached]) {
         if ctx.wanted.contains(&id) {
