@@ -54,7 +54,7 @@ static LAYOUT: KernelLayout = KernelLayout {
 #[map]
 static CGROUP_RECORDS: RingBuf = RingBuf::with_byte_size(4096, 0);
 
-/// Cgroups visited, records that did not fit, kernel reads that failed.
+/// Records that did not fit, kernel reads that failed.
 #[map]
 static STATUS: Array<u64> = Array::with_max_entries(STATUS_SLOTS, 0);
 
@@ -283,7 +283,6 @@ pub fn cgroup_walk(ctx: *mut core::ffi::c_void) -> i32 {
     if cgroup == 0 {
         return 0; // the final call after the last cgroup
     }
-    bump(STATUS_VISITED);
     if visit(&layout(), cgroup).is_none() {
         bump(STATUS_FAILED);
     }

@@ -90,10 +90,9 @@ pub struct AttachRecord {
     pub _pad: u32,
 }
 
-/// Counters the program keeps in its `STATUS` array.
-pub const STATUS_VISITED: u32 = 0;
-/// Records the ring buffer had no room for (the agent retries larger).
-pub const STATUS_DROPPED: u32 = 1;
-/// Kernel reads that failed (the agent falls back to the syscall walk).
-pub const STATUS_FAILED: u32 = 2;
-pub const STATUS_SLOTS: u32 = 3;
+/// Counters the program keeps in its `STATUS` array: records the ring
+/// buffer had no room for (the agent runs the pass again, larger) ...
+pub const STATUS_DROPPED: u32 = 0;
+/// ... and kernel reads that failed (the agent falls back to the syscall walk).
+pub const STATUS_FAILED: u32 = 1;
+pub const STATUS_SLOTS: u32 = 2;

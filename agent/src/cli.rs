@@ -132,14 +132,6 @@ pub struct RemountArgs {
     /// Node name for the restart hint [default: $NODE_NAME, else the hostname].
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
-
-    /// How to read the cgroup tree. `auto` runs one in-kernel pass (an
-    /// iter/cgroup BPF program: kernel 6.1+ with BTF, CAP_BPF and
-    /// CAP_PERFMON) and falls back to `syscalls` when the kernel cannot,
-    /// saying why in the report; `syscalls` opens every cgroup and queries
-    /// each hook with BPF_PROG_QUERY, as `bpftool cgroup tree` does.
-    #[arg(long, value_enum, value_name = "METHOD", default_value_t = WalkMethod::Auto)]
-    pub walk: WalkMethod,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -492,12 +492,7 @@ pub(crate) mod tests {
             },
             cgroups_scanned: 3,
             cgroups_vanished: 0,
-            walk: crate::snapshot::WalkInfo {
-                method: crate::scan::WalkMethod::BpfIter,
-                fallback: None,
-                passes: 1,
-                buffer_bytes: 0,
-            },
+            walk: crate::snapshot::WalkInfo { method: crate::scan::WalkMethod::BpfIter, fallback: None, passes: 1 },
             unsupported_attach_types: Vec::new(),
             attachments: Vec::new(),
             programs: BTreeMap::new(),

@@ -311,7 +311,6 @@ mod tests {
             method: WalkMethod::Syscalls,
             fallback: Some("no struct cgroup in the kernel's BTF".into()),
             passes: 0,
-            buffer_bytes: 0,
         };
         let report = Report::new(&snap, &Policy::default());
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();

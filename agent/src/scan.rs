@@ -249,18 +249,10 @@ impl Found {
         }));
     }
 
-    /// Processes of a cgroup below the root holding socket-LB programs.
-    fn add_processes(
-        &mut self,
-        ctx: &WalkContext<'_>,
-        path: &str,
-        id: u64,
-        raw: &[query::Attached],
-        fd: BorrowedFd<'_>,
-    ) {
-        if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
-            self.processes.insert(path.to_owned(), processes(fd, ctx.proc));
-        }
+    /// Whether a cgroup's processes are named: below the root, holding
+    /// socket-LB programs.
+    fn names_processes(ctx: &WalkContext<'_>, id: u64, raw: &[query::Attached]) -> bool {
+        id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb())
     }
 }
 
@@ -309,7 +301,9 @@ fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Fou
                 effective_connect: effective,
             });
         }
-        found.add_processes(ctx, path, id, &raw, fd);
+        if Found::names_processes(ctx, id, &raw) {
+            found.processes.insert(path.to_owned(), processes(fd, ctx.proc));
+        }
         found.add(ctx, path, id, &raw);
         Ok(Visit::Done)
     });
@@ -321,7 +315,7 @@ fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Fou
 /// loaded mid-walk can be missed; the tree is read under `cgroup_mutex`, so
 /// nothing vanishes half-read.
 fn iter_cgroups(
-    walker: &mut Walker,
+    walker: &Walker,
     root: BorrowedFd<'_>,
     support: &Support,
     ctx: &WalkContext<'_>,
@@ -334,7 +328,7 @@ fn iter_cgroups(
     let mut stack: Vec<(u64, usize)> = Vec::new();
     let mut path = String::new();
     let mut raw = Vec::new();
-    let hooks = walker.kernel().hooks.clone();
+    let hooks = &walker.kernel().hooks;
     let iter_stats = walker.walk(root, |c: IterCgroup| {
         if stack.is_empty() {
             path.clear();
@@ -410,11 +404,11 @@ fn iter_cgroups(
                 effective_connect: effective,
             });
         }
-        if c.id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
-            // Not found: removed since the pass, with nobody left to name.
-            if let Ok(fd) = open() {
-                found.add_processes(ctx, shown, c.id, &raw, fd.as_fd());
-            }
+        // Not found: removed since the pass, with nobody left to name.
+        if Found::names_processes(ctx, c.id, &raw)
+            && let Ok(fd) = open()
+        {
+            found.processes.insert(shown.to_owned(), processes(fd.as_fd(), ctx.proc));
         }
         found.add(ctx, shown, c.id, &raw);
     })?;
@@ -475,7 +469,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .collect();
 
     let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
-    let mut walk_info = WalkInfo { method: WalkMethod::Syscalls, fallback: None, passes: 0, buffer_bytes: 0 };
+    let mut walk_info = WalkInfo { method: WalkMethod::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
         WalkMethod::Auto | WalkMethod::BpfIter => {
@@ -493,7 +487,6 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         Some((found, stats, iter_stats)) => {
             walk_info.method = WalkMethod::BpfIter;
             walk_info.passes = iter_stats.passes;
-            walk_info.buffer_bytes = iter_stats.buffer_bytes;
             // Enumerated after the pass, whose own program is gone by now.
             let programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
             (found, stats, 0, programs)

@@ -114,8 +114,6 @@ pub struct WalkInfo {
     pub fallback: Option<String>,
     /// In-kernel passes run (a pass whose buffer overflowed is run again).
     pub passes: u32,
-    /// Size of the record buffer of the last pass.
-    pub buffer_bytes: u32,
 }
 
 #[derive(Debug, Clone)]

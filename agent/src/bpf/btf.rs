@@ -28,35 +28,9 @@ fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
 /// The name of type `type_id` in a raw BTF blob, or `None` if the blob is
 /// malformed, the id is out of range, or the type is anonymous.
 pub fn type_name(data: &[u8], type_id: u32) -> Option<String> {
-    let magic = data.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]]))?;
-    if magic != BTF_MAGIC || type_id == 0 {
-        return None;
-    }
-    let hdr_len = u32_at(data, 4)? as usize;
-    let type_off = u32_at(data, 8)? as usize;
-    let type_len = u32_at(data, 12)? as usize;
-    let str_off = u32_at(data, 16)? as usize;
-    let str_len = u32_at(data, 20)? as usize;
-    let types = data.get(hdr_len + type_off..hdr_len + type_off + type_len)?;
-    let strings = data.get(hdr_len + str_off..hdr_len + str_off + str_len)?;
-
-    let mut off = 0usize;
-    let mut id = 1u32;
-    while off + 12 <= types.len() {
-        let name_off = u32_at(types, off)? as usize;
-        let info = u32_at(types, off + 4)?;
-        if id == type_id {
-            let rest = strings.get(name_off..)?;
-            let end = rest.iter().position(|&b| b == 0)?;
-            let name = std::str::from_utf8(&rest[..end]).ok()?;
-            return (!name.is_empty()).then(|| name.to_owned());
-        }
-        let kind = (info >> 24) & 0x1f;
-        let vlen = (info & 0xffff) as usize;
-        off += 12 + trailing_len(kind, vlen)?;
-        id += 1;
-    }
-    None
+    let types = Types::parse(data).ok()?;
+    let name = std::str::from_utf8(types.str_at(types.header(type_id)?.0)).ok()?;
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// An index over one BTF blob: where each type's record starts.
@@ -74,10 +48,10 @@ const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_ENUM: u32 = 6;
 const KIND_TYPEDEF: u32 = 8;
-const KIND_FUNC: u32 = 12;
 const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
+const KIND_FUNC: u32 = 12;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
 
@@ -107,7 +81,10 @@ impl<'a> Types<'a> {
         while off + 12 <= types.len() {
             offsets.push(off as u32);
             let info = u32_at(types, off + 4).ok_or_else(bad)?;
-            off += 12 + trailing_len((info >> 24) & 0x1f, (info & 0xffff) as usize).ok_or_else(bad)?;
+            // A kind newer than this reader: the types before it are still
+            // indexed, the ones after it cannot be reached.
+            let Some(len) = trailing_len((info >> 24) & 0x1f, (info & 0xffff) as usize) else { break };
+            off += 12 + len;
         }
         Ok(Types { types, strings, offsets })
     }

@@ -57,6 +57,9 @@ pub enum IterError {
     Syscall(#[from] sys::SyscallError),
     #[error("reading the iterator: {0}")]
     Read(#[source] std::io::Error),
+    /// Why the walker could not be made, as found on first use.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0} kernel read(s) failed inside the iterator")]
     KernelRead(u64),
     #[error("the record buffer overflowed even at {0} bytes")]
@@ -163,9 +166,6 @@ pub struct IterCgroup {
 /// What one pass cost and saw.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IterStats {
-    pub visited: u64,
-    /// Ring buffer size of the pass that succeeded.
-    pub buffer_bytes: u32,
     /// Passes run (a pass whose buffer overflowed is run again, larger).
     pub passes: u32,
 }
@@ -293,8 +293,10 @@ pub struct Walker {
     layout: &'static KernelLayout,
 }
 
-/// The process's walker: the daemon audits many times with one.
-static SHARED: Mutex<Option<Walker>> = Mutex::new(None);
+/// The process's walker, or why it cannot be made: the daemon audits many
+/// times with one, and does not re-read the kernel's BTF each time to learn
+/// again that the kernel lacks what the program needs.
+static SHARED: Mutex<Option<Result<Walker, String>>> = Mutex::new(None);
 
 impl Walker {
     pub fn new() -> Result<Walker, IterError> {
@@ -309,12 +311,12 @@ impl Walker {
     }
 
     /// Runs `f` with the process's walker, making it on first use.
-    pub fn shared<R>(f: impl FnOnce(&mut Walker) -> R) -> Result<R, IterError> {
+    pub fn shared<R>(f: impl FnOnce(&Walker) -> R) -> Result<R, IterError> {
         let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(Walker::new()?);
+        match slot.get_or_insert_with(|| Walker::new().map_err(|e| e.to_string())) {
+            Ok(walker) => Ok(f(walker)),
+            Err(why) => Err(IterError::Unavailable(why.clone())),
         }
-        Ok(f(slot.as_mut().expect("just set")))
     }
 
     pub fn kernel(&self) -> &Kernel {
@@ -324,7 +326,7 @@ impl Walker {
     /// Walks `root` and all its descendants in the kernel, calling `visit`
     /// once per cgroup in pre-order (parents before children). `visit` runs
     /// only after a complete pass: never on a partial one.
-    pub fn walk(&mut self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
+    pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
         walk(self.layout, &self.btf, root, visit)
     }
 }
@@ -357,7 +359,7 @@ fn walk(
 
         let status: Array<MapData, u64> = take(&mut ebpf, "STATUS")?;
         let slot = |i| status.get(&i, 0).unwrap_or(0);
-        let (visited, dropped, failed) = (slot(STATUS_VISITED), slot(STATUS_DROPPED), slot(STATUS_FAILED));
+        let (dropped, failed) = (slot(STATUS_DROPPED), slot(STATUS_FAILED));
         if failed > 0 {
             return Err(IterError::KernelRead(failed));
         }
@@ -393,8 +395,6 @@ fn walk(
         if let Some(done) = current {
             visit(done);
         }
-        stats.visited = visited;
-        stats.buffer_bytes = size;
         drop(raw);
         // The copied records were up to ~10 MB at 50,000 cgroups; a daemon
         // should not keep them between audits.
