@@ -58,16 +58,11 @@ pub enum AuditError {
     #[error(transparent)]
     Root(#[from] RootError),
     #[error("--cgroup-root {0}")]
-    CgroupRoot(#[source] RootError),
+    CgroupRoot(RootError),
     #[error("--walk bpf-iter: {0}")]
-    Iter(#[source] IterError),
-    #[error("{path}: {source}{hint}")]
-    Bpf {
-        path: String,
-        #[source]
-        source: SyscallError,
-        hint: &'static str,
-    },
+    Iter(IterError),
+    #[error("{path}: {error}{hint}")]
+    Bpf { path: String, error: SyscallError, hint: &'static str },
 }
 
 const CAP_SYS_ADMIN: u32 = 21;
@@ -78,7 +73,7 @@ fn bpf_error(path: impl Into<String>, source: SyscallError) -> AuditError {
     } else {
         ""
     };
-    AuditError::Bpf { path: path.into(), source, hint }
+    AuditError::Bpf { path: path.into(), error: source, hint }
 }
 
 fn check_capabilities() -> Result<(), AuditError> {
@@ -432,7 +427,7 @@ fn syscall_walk(
     let walked = support.for_prog_types(&types_before);
     let rewalk_fd = root_fd
         .try_clone()
-        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), source: e }))?;
+        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), error: e }))?;
     let (mut found, mut stats) = walk_cgroups(root_fd, &walked, ctx);
     let mut vanished = stats.vanished;
     programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;

@@ -21,7 +21,7 @@ use aya_log::EbpfLogger;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::time::{ClockId, clock_gettime};
 
-use crate::bpf::AttachType;
+use crate::bpf::{AttachType, one_line};
 use crate::snapshot::AttachRecord;
 
 /// The record layout shared with the eBPF side.
@@ -38,15 +38,11 @@ pub enum TraceError {
     #[error("tracefs is not available: {0}")]
     NoTracefs(String),
     #[error("loading the eBPF object failed (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): {0}")]
-    Load(#[source] aya::EbpfError),
+    Load(String),
     #[error("eBPF log map: {0}")]
-    Log(#[source] aya_log::Error),
-    #[error("tracepoint syscalls/{tracepoint}: {source}")]
-    Attach {
-        tracepoint: &'static str,
-        #[source]
-        source: aya::programs::ProgramError,
-    },
+    Log(String),
+    #[error("tracepoint syscalls/{tracepoint}: {error}")]
+    Attach { tracepoint: &'static str, error: String },
     #[error("eBPF map {name}: {message}")]
     Map { name: &'static str, message: String },
 }
@@ -98,12 +94,12 @@ impl Tracer {
         // per tracer.
         let tgid: &'static u32 = Box::leak(Box::new(own_tgid));
         let mut ebpf = crate::bpf::loader::with_loader(|l| l.override_global("AGENT_TGID", tgid, false).load(OBJECT))
-            .map_err(TraceError::Load)?;
+            .map_err(|e| TraceError::Load(one_line(&e)))?;
         // NB: the logger takes the log map; it must live as long as the
         // programs, or their log calls go nowhere.
-        let logger = EbpfLogger::init(&mut ebpf).map_err(TraceError::Log)?;
+        let logger = EbpfLogger::init(&mut ebpf).map_err(|e| TraceError::Log(one_line(&e)))?;
         for (name, tracepoint) in [("bpf_enter", "sys_enter_bpf"), ("bpf_exit", "sys_exit_bpf")] {
-            let attach = |source| TraceError::Attach { tracepoint, source };
+            let attach = |e: aya::programs::ProgramError| TraceError::Attach { tracepoint, error: one_line(&e) };
             let prog: &mut TracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| TraceError::Map {

@@ -341,6 +341,18 @@ impl Run {
     }
 }
 
+/// Panics when an error line repeats one of its ": "-separated parts, as
+/// "--cgroup-root /x: no such directory: /x: no such directory" did when
+/// an error both quoted its cause and returned it as `source()`.
+pub fn assert_says_each_thing_once(stderr: &str) {
+    for line in stderr.lines() {
+        let parts: Vec<&str> = line.split(": ").map(str::trim).filter(|p| p.len() > 3).collect();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(!parts[i + 1..].contains(p), "{p:?} is said twice in: {line}");
+        }
+    }
+}
+
 pub fn run(mut cmd: Command) -> Run {
     let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
     Run {

@@ -26,6 +26,7 @@ fn assert_refused(run: &Run, expect_in_stderr: &str) {
         run.stderr
     );
     assert_eq!(run.stderr.trim_end().lines().count(), 1, "one line: {}", run.stderr);
+    assert_says_each_thing_once(&run.stderr);
 }
 
 #[test]

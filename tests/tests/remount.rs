@@ -99,6 +99,7 @@ fn refusals_exit_2_and_change_nothing() {
         assert_eq!(code, 2, "{run:?}");
         assert_eq!(report["outcome"], "refused");
         assert!(run.stderr.contains(expect), "{}", run.stderr);
+        assert_says_each_thing_once(&run.stderr);
         assert_eq!(target_mountinfo(&sb), before, "nothing changed");
     }
 
@@ -106,6 +107,7 @@ fn refusals_exit_2_and_change_nothing() {
     let (code, _, run) = remount(&sb, &["--apply", "--target-pid", "999999"]);
     assert_eq!(code, 2);
     assert!(run.stderr.contains("target pid 999999: no such process"), "{}", run.stderr);
+    assert_says_each_thing_once(&run.stderr);
 
     // Without privileges: refused with the reason, nothing created.
     let mut c = sb.command(Path::new("/usr/bin/setpriv"), &["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
@@ -113,6 +115,7 @@ fn refusals_exit_2_and_change_nothing() {
     let run = integration_tests::run(c);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("Permission denied") || run.stderr.contains("needs hostPID"), "{}", run.stderr);
+    assert_says_each_thing_once(&run.stderr);
     assert!(!sb.path(CILIUM_PATH).exists());
 }
 

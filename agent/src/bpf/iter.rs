@@ -48,15 +48,15 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 #[derive(Debug, thiserror::Error)]
 pub enum IterError {
     #[error("reading {VMLINUX}: {0}")]
-    NoBtf(#[source] std::io::Error),
+    NoBtf(std::io::Error),
     #[error("{VMLINUX}: {0}")]
-    Btf(#[from] BtfError),
+    Btf(BtfError),
     #[error("loading the iter/cgroup program (kernel 6.1+, CAP_BPF and CAP_PERFMON): {0}")]
     Load(String),
     #[error(transparent)]
     Syscall(#[from] sys::SyscallError),
     #[error("reading the iterator: {0}")]
-    Read(#[source] std::io::Error),
+    Read(std::io::Error),
     /// Why the walker could not be made, as found on first use.
     #[error("{0}")]
     Unavailable(String),
@@ -64,6 +64,12 @@ pub enum IterError {
     KernelRead(u64),
     #[error("the record buffer overflowed even at {0} bytes")]
     Overflow(u32),
+}
+
+impl From<BtfError> for IterError {
+    fn from(e: BtfError) -> Self {
+        IterError::Btf(e)
+    }
 }
 
 /// The layout the program needs and what each hook index means.
@@ -203,29 +209,6 @@ fn decode_attach(b: &[u8]) -> Option<HookProgram> {
     Some(HookProgram { atype: u32_at(b, 4)?, prog_id: u32_at(b, 16)?, link_id: u32_at(b, 20)?, flags: u32_at(b, 24)? })
 }
 
-/// An aya error in one line: the call and errno, and the verifier's verdict
-/// (its last line) rather than its whole log.
-fn load_error(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text = format!("{text}: {s}");
-        source = s.source();
-    }
-    match text.split_once("Verifier output:") {
-        Some((head, log)) => {
-            let verdict = log.lines().rev().map(str::trim).find(|l| {
-                !l.is_empty()
-                    && !l.starts_with("processed ")
-                    && !l.starts_with("verification time")
-                    && !l.starts_with("stack depth")
-            });
-            format!("{} (verifier: {})", head.trim_end_matches(['.', ' ']), verdict.unwrap_or("no log"))
-        }
-        None => text,
-    }
-}
-
 /// Largest ring buffer a pass may use.
 const MAX_BUFFER: u32 = 256 << 20;
 
@@ -344,13 +327,13 @@ fn walk(
         let mut ebpf = loader::with_loader(|l| {
             l.override_global("LAYOUT", layout, false).map_max_entries("CGROUP_RECORDS", size).load(OBJECT)
         })
-        .map_err(|e| IterError::Load(load_error(&e)))?;
+        .map_err(|e| IterError::Load(super::one_line(&e)))?;
         let prog: &mut Iter = ebpf
             .program_mut("cgroup_walk")
             .ok_or_else(|| IterError::Load("cgroup_walk missing from the object".into()))?
             .try_into()
             .map_err(|e: aya::programs::ProgramError| IterError::Load(e.to_string()))?;
-        prog.load("cgroup", btf).map_err(|e| IterError::Load(load_error(&e)))?;
+        prog.load("cgroup", btf).map_err(|e| IterError::Load(super::one_line(&e)))?;
         let prog_fd = prog.fd().map_err(|e| IterError::Load(e.to_string()))?;
         let link = sys::cgroup_iter_link_create(prog_fd.as_fd(), root)?;
         let reader = fs::File::from(sys::iter_create(link.as_fd())?);

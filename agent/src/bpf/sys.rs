@@ -15,12 +15,12 @@ use aya_obj::generated::{
     BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info, bpf_link_type, bpf_prog_info,
 };
 
-/// A failed bpf(2) command, named as the kernel UAPI names it.
+/// A failed bpf(2) command, named as the kernel UAPI names it, with the
+/// errno in its message (not as a `source()`, which would print it twice).
 #[derive(Debug, thiserror::Error)]
 #[error("bpf({call}) failed: {io_error}")]
 pub struct SyscallError {
     pub call: &'static str,
-    #[source]
     pub io_error: io::Error,
 }
 

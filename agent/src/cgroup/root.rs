@@ -59,13 +59,8 @@ pub enum RootError {
     NotCgroup2 { path: PathBuf, magic: u64 },
     #[error("no cgroup2 filesystem is mounted (looked in {looked_in}); this tool audits cgroup v2 only")]
     NoCgroup2 { looked_in: String },
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("{op} {path}: {error}")]
+    Io { op: &'static str, path: PathBuf, error: io::Error },
 }
 
 /// Opens `path` as a cgroup2 directory: (fd, cgroup id).
@@ -74,14 +69,13 @@ pub fn open_cgroup_dir(path: &Path) -> Result<(OwnedFd, u64), RootError> {
         open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| match e {
             nix::Error::ENOENT => RootError::NotFound { path: path.to_owned() },
             nix::Error::ENOTDIR => RootError::NotDirectory { path: path.to_owned() },
-            e => RootError::Io { op: "open", path: path.to_owned(), source: e.into() },
+            e => RootError::Io { op: "open", path: path.to_owned(), error: e.into() },
         })?;
-    let fs =
-        fstatfs(fd.as_fd()).map_err(|e| RootError::Io { op: "statfs", path: path.to_owned(), source: e.into() })?;
+    let fs = fstatfs(fd.as_fd()).map_err(|e| RootError::Io { op: "statfs", path: path.to_owned(), error: e.into() })?;
     if fs.filesystem_type() != CGROUP2_SUPER_MAGIC {
         return Err(RootError::NotCgroup2 { path: path.to_owned(), magic: fs.filesystem_type().0 as u64 });
     }
-    let st = fstat(fd.as_fd()).map_err(|e| RootError::Io { op: "stat", path: path.to_owned(), source: e.into() })?;
+    let st = fstat(fd.as_fd()).map_err(|e| RootError::Io { op: "stat", path: path.to_owned(), error: e.into() })?;
     Ok((fd, st.st_ino))
 }
 
@@ -93,11 +87,11 @@ pub fn given(path: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
 
 /// Reads and parses a mountinfo file.
 pub fn read_mountinfo(path: &Path) -> Result<Vec<Mount>, RootError> {
-    let text = fs::read_to_string(path).map_err(|e| RootError::Io { op: "read", path: path.to_owned(), source: e })?;
+    let text = fs::read_to_string(path).map_err(|e| RootError::Io { op: "read", path: path.to_owned(), error: e })?;
     mounts::parse_mountinfo(&text).map_err(|e| RootError::Io {
         op: "parse",
         path: path.to_owned(),
-        source: io::Error::new(io::ErrorKind::InvalidData, e),
+        error: io::Error::new(io::ErrorKind::InvalidData, e),
     })
 }
 

@@ -34,12 +34,8 @@ use plan::{PathState, Plan};
 pub enum RemountError {
     #[error("target pid {pid}: no such process under {proc}")]
     NoTarget { pid: u32, proc: PathBuf },
-    #[error("cannot reach {path}: {source} (needs hostPID and CAP_SYS_PTRACE)")]
-    Unreachable {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("cannot reach {path}: {error} (needs hostPID and CAP_SYS_PTRACE)")]
+    Unreachable { path: PathBuf, error: io::Error },
     #[error("cannot tell the hierarchy root: {0}")]
     Reference(String),
     #[error(transparent)]
@@ -74,7 +70,7 @@ pub fn observe(proc: &Path, pid: u32, path: &Path) -> Result<PathState, RemountE
     let md = match fs::symlink_metadata(&seen) {
         Ok(md) => md,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PathState::Absent),
-        Err(e) => return Err(RemountError::Unreachable { path: seen, source: e }),
+        Err(e) => return Err(RemountError::Unreachable { path: seen, error: e }),
     };
     if !md.is_dir() {
         return Ok(PathState::NotDirectory { file_type: file_type_name(&md).to_owned() });
