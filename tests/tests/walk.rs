@@ -110,3 +110,77 @@ fn the_default_walk_is_the_in_kernel_one_on_this_kernel() {
     let table = agent(&["audit", "--walk", "syscalls", "--cgroup-root", t.path.to_str().unwrap()]);
     assert!(!table.stdout.contains("not in one kernel pass"), "an explicit choice is not a fallback: {}", table.stdout);
 }
+
+/// `agent <args>` under a seccomp filter that fails `bpf(BPF_LINK_CREATE)`
+/// with EPERM, as a hardened seccomp profile or an LSM policy can: the
+/// iterator program loads but cannot be attached, so the in-kernel pass
+/// cannot run while every call of the syscall walk still works.
+fn agent_without_link_create(args: &[&str]) -> Run {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    use std::os::unix::process::CommandExt;
+    const BPF_LINK_CREATE: u64 = 28;
+    let link_create = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, BPF_LINK_CREATE).unwrap();
+    let filter = SeccompFilter::new(
+        [(libc::SYS_bpf, vec![SeccompRule::new(vec![link_create]).unwrap()])].into(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap();
+    let filter: BpfProgram = filter.try_into().unwrap();
+    let mut c = std::process::Command::new(agent_bin());
+    c.args(args);
+    // SAFETY: between fork and exec the closure only makes the prctl(2)
+    // calls of `apply_filter` (no_new_privs, then the filter compiled above,
+    // before the fork); it allocates nothing and takes no lock.
+    unsafe {
+        c.pre_exec(move || seccompiler::apply_filter(&filter).map_err(std::io::Error::other));
+    }
+    run(c)
+}
+
+#[test]
+fn when_the_kernel_pass_cannot_run_the_default_walk_falls_back_and_says_why() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("walks-fallback");
+    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
+    t.mkdir(&format!("{OTHER_POD}/cri-containerd-{OTHER_CONTAINER}.scope"));
+    let lb = load_cilium_socket_lb();
+    let _below: Vec<Attached> = lb.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
+    let dev = Prog::load("", "device");
+    let _dev = Attached::new(&ctr, &dev, ALLOW_OVERRIDE);
+    let root = t.path.to_str().unwrap();
+
+    let normal = audit(&t, "auto");
+    let before = loaded_program_ids();
+    let json = agent_without_link_create(&["audit", "--output", "json", "--cgroup-root", root]);
+    assert_eq!(json.code, 1, "the findings still decide the exit code: {json:?}");
+    let fallback = json.json();
+    assert_eq!(normal["walk"]["method"], "bpf_iter");
+    assert_eq!(fallback["walk"]["method"], "syscalls", "{:#}", fallback["walk"]);
+    let reason = fallback["walk"]["fallback_reason"].as_str().unwrap_or_else(|| panic!("{:#}", fallback["walk"]));
+    assert!(reason.contains("BPF_LINK_CREATE"), "the reason names the call that failed: {reason}");
+    assert_says_each_thing_once(reason);
+    assert_eq!(answer(fallback), answer(normal), "the fallback walk disagrees with the in-kernel one");
+    assert_eq!(loaded_program_ids(), before, "the iterator program that could not attach is unloaded");
+
+    let table = agent_without_link_create(&["audit", "--cgroup-root", root]);
+    assert_eq!(table.code, 1, "{table:?}");
+    assert!(table.stdout.contains("note: cgroups read by syscalls, not in one kernel pass: "), "{}", table.stdout);
+
+    // Asked for by name, the in-kernel pass is not silently replaced.
+    let forced = agent_without_link_create(&["audit", "--walk", "bpf-iter", "--cgroup-root", root]);
+    assert_eq!(forced.code, 2, "{forced:?}");
+    assert!(forced.stdout.is_empty(), "no report from a walk that did not run: {}", forced.stdout);
+    assert!(
+        forced.stderr.contains("--walk bpf-iter") && forced.stderr.contains("BPF_LINK_CREATE"),
+        "{}",
+        forced.stderr
+    );
+    assert_says_each_thing_once(&forced.stderr);
+    assert_eq!(loaded_program_ids(), before, "nothing was left loaded");
+}
