@@ -415,8 +415,13 @@ fn main() {
             vec![a, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root],
         ];
         for cmd in &walks {
-            let (wall, rss, _) = timed(cmd);
-            eprintln!("{}: {wall:.3} s, peak RSS {:.1} MiB", cmd[4..cmd.len() - 2].join(" "), rss as f64 / 1024.0);
+            for _ in 0..3 {
+                let (wall, rss, out) = timed(cmd);
+                let walk =
+                    serde_json::from_str::<serde_json::Value>(&out).map(|r| r["walk"].to_string()).unwrap_or_default();
+                let label = if cmd.len() > 6 { cmd[4..cmd.len() - 2].join(" ") } else { "default walk".into() };
+                eprintln!("agent audit, {label}: {wall:.3} s, peak RSS {:.1} MiB, walk {walk}", rss as f64 / 1024.0);
+            }
         }
         let bpftool = vec!["bpftool", "cgroup", "tree", &root];
         // bpftool keeps ~5 MB per attached program: only on sparse trees.
