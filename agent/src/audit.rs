@@ -21,6 +21,17 @@ pub fn check_proc(proc: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// The flags that name host paths, checked before anything runs: the
+/// daemon refuses a bad one at start (exit 2) rather than logging the same
+/// failed audit every interval.
+pub fn check_scan_args(args: &ScanArgs) -> anyhow::Result<()> {
+    check_proc(&args.proc)?;
+    if let Some(dir) = &args.cgroup_root {
+        crate::cgroup::root::open_cgroup_dir(dir).map_err(|e| anyhow::anyhow!("--cgroup-root {e}"))?;
+    }
+    Ok(())
+}
+
 /// Scan options for the command-line flags.
 pub fn scan_options(args: &ScanArgs) -> ScanOptions {
     ScanOptions {

@@ -5,7 +5,30 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::scan::WalkMethod;
+use clap::builder::NonEmptyStringValueParser;
 use clap::{Parser, Subcommand, ValueEnum};
+
+/// The shortest `--interval`: shorter would audit without pause.
+const MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+fn interval(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < MIN_INTERVAL {
+        return Err(format!(
+            "must be at least {} (attach events already trigger an audit at once)",
+            humantime::format_duration(MIN_INTERVAL)
+        ));
+    }
+    Ok(d)
+}
+
+fn absolute_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if !p.is_absolute() {
+        return Err("must be an absolute path, as mounted in the target's mount namespace".into());
+    }
+    Ok(p)
+}
 
 /// cgaudit: audit where eBPF programs are attached in the cgroup v2 hierarchy
 /// of a Kubernetes node, and catch socket load-balancing programs (Cilium,
@@ -93,7 +116,7 @@ pub enum Command {
 pub struct RemountArgs {
     /// The CNI's cgroup2 mount point (Cilium's cgroup.hostRoot; Calico uses
     /// /run/calico/cgroup).
-    #[arg(long, value_name = "PATH", default_value = "/run/cilium/cgroupv2")]
+    #[arg(long, value_name = "PATH", default_value = "/run/cilium/cgroupv2", value_parser = absolute_path)]
     pub path: PathBuf,
 
     /// The process whose cgroup and mount namespaces are the node's.
@@ -126,10 +149,11 @@ pub struct RemountArgs {
     pub output: Output,
 
     /// Program-name prefixes never to touch (as for audit).
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(long, value_name = "PREFIX", value_parser = NonEmptyStringValueParser::new())]
     pub allow: Vec<String>,
 
-    /// Node name for the restart hint [default: $NODE_NAME, else the hostname].
+    /// Node name for the restart hint [default: $NODE_NAME if not empty, else
+    /// the hostname].
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
 }
@@ -176,9 +200,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9974")]
     pub listen: SocketAddr,
 
-    /// Time between audits when nothing happens (jittered by +-10%); attach
-    /// events trigger an audit at once.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    /// Time between audits when nothing happens (jittered by +-10%), at
+    /// least 1s; attach events trigger an audit at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = interval)]
     pub interval: Duration,
 
     /// Do not trace bpf() calls: audit on the interval only.
@@ -213,11 +237,13 @@ pub struct ScanArgs {
 
     /// Treat programs whose name starts with PREFIX as benign wherever they
     /// are attached (repeatable). systemd (sd_*), container runtimes (unnamed
-    /// device programs) and Kmesh are always benign.
-    #[arg(long, value_name = "PREFIX")]
+    /// device programs) and Kmesh are always benign. An empty prefix, which
+    /// would allow everything, is refused.
+    #[arg(long, value_name = "PREFIX", value_parser = NonEmptyStringValueParser::new())]
     pub allow: Vec<String>,
 
-    /// Node name to report [default: $NODE_NAME, else the hostname].
+    /// Node name to report [default: $NODE_NAME if not empty, else the
+    /// hostname].
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
 

@@ -20,7 +20,7 @@ use axum::routing::get;
 use rand::Rng;
 use tokio::sync::{mpsc, watch};
 
-use crate::audit::{check_proc, scan_options};
+use crate::audit::{check_scan_args, scan_options};
 use crate::cli::{LogFormat, Remediate, RunArgs};
 use crate::findings::{Kind, Policy};
 use crate::metrics::Metrics;
@@ -85,7 +85,7 @@ fn unix_now() -> i64 {
 /// `agent run`. Returns the process exit code.
 pub fn main(args: &RunArgs) -> u8 {
     init_logging(args.log_format);
-    if let Err(e) = check_proc(&args.scan.proc) {
+    if let Err(e) = check_scan_args(&args.scan) {
         tracing::error!("{e:#}");
         return 2;
     }

@@ -87,8 +87,11 @@ fn check_capabilities() -> Result<(), AuditError> {
     Ok(())
 }
 
-fn node_name(given: Option<&str>) -> String {
+/// The node's name: the one given (flag or $NODE_NAME) unless empty, else
+/// the hostname.
+pub fn node_name(given: Option<&str>) -> String {
     given
+        .filter(|n| !n.trim().is_empty())
         .map(str::to_owned)
         .or_else(|| fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_owned()))
         .unwrap_or_else(|| "unknown".to_owned())

@@ -105,3 +105,89 @@ fn unprivileged_run_names_the_missing_capability() {
     assert_refused(&integration_tests::run(c), "missing capability CAP_SYS_ADMIN");
     assert_eq!(before, host_state());
 }
+
+/// `agent <args>`, killed after 10 s: a daemon that wrongly accepts its
+/// flags fails the test (exit 124) instead of hanging it.
+fn agent_briefly(args: &[&str]) -> Run {
+    let mut c = std::process::Command::new("timeout");
+    c.arg("10").arg(agent_bin()).args(args);
+    integration_tests::run(c)
+}
+
+/// A flag clap rejects: exit 2, the flag and the reason named, nothing on
+/// stdout.
+fn assert_flag_refused(args: &[&str], expect_in_stderr: &str) {
+    let run = agent_briefly(args);
+    assert_eq!(run.code, 2, "{args:?}: {run:?}");
+    assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+    assert!(run.stderr.contains(expect_in_stderr), "{args:?} should say {expect_in_stderr:?}: {}", run.stderr);
+}
+
+#[test]
+fn values_that_would_silently_change_the_verdict_are_refused() {
+    if !can_run(&["timeout"]) {
+        return;
+    }
+    let before = host_state();
+    // An empty prefix matches every program name: it would allow everything.
+    assert_flag_refused(&["audit", "--allow", ""], "'--allow <PREFIX>'");
+    assert_flag_refused(&["run", "--allow", ""], "'--allow <PREFIX>'");
+    assert_flag_refused(&["remount", "--allow", ""], "'--allow <PREFIX>'");
+    // A zero interval would audit without pause.
+    for bad in ["0s", "500ms"] {
+        assert_flag_refused(&["run", "--interval", bad], "'--interval <DURATION>': must be at least 1s");
+    }
+    assert_flag_refused(&["run", "--interval", "soon"], "'--interval <DURATION>'");
+    // The CNI's mount point is a path in the node's mount namespace.
+    assert_flag_refused(&["remount", "--path", "run/cilium/cgroupv2"], "'--path <PATH>': must be an absolute path");
+    assert_eq!(before, host_state());
+}
+
+#[test]
+fn the_daemon_refuses_a_bad_path_at_start_instead_of_failing_every_interval() {
+    if !can_run(&["timeout"]) {
+        return;
+    }
+    let before = host_state();
+    let loaded = loaded_program_ids();
+    let listen = free_addr().to_string();
+    let d = tempfile::tempdir().unwrap();
+    let not_cg = d.path().to_str().unwrap();
+    for (args, expect) in [
+        (
+            vec!["--cgroup-root", "/nonexistent/cgaudit"],
+            "--cgroup-root /nonexistent/cgaudit: no such directory".to_owned(),
+        ),
+        (vec!["--cgroup-root", not_cg], format!("--cgroup-root {not_cg}: not a cgroup2 directory")),
+        (vec!["--proc", not_cg], format!("--proc {not_cg}: not a procfs mount")),
+    ] {
+        let mut all = vec!["run", "--listen", &listen];
+        all.extend(&args);
+        let run = agent_briefly(&all);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains(&expect), "{args:?} should say {expect:?}: {}", run.stderr);
+        assert_eq!(run.stderr.trim_end().lines().count(), 1, "one line, before anything starts: {}", run.stderr);
+        assert_says_each_thing_once(&run.stderr);
+        assert!(std::net::TcpStream::connect(&listen).is_err(), "nothing listens on {listen}");
+    }
+    assert_eq!(loaded_program_ids(), loaded, "no tracer was loaded");
+    assert_eq!(before, host_state());
+}
+
+#[test]
+fn an_empty_node_name_means_the_hostname() {
+    if !can_run(&[]) {
+        return;
+    }
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+    let t = TestCgroup::new("node-name");
+    let root = t.path.to_str().unwrap();
+    let mut c = std::process::Command::new(agent_bin());
+    // A DaemonSet whose fieldRef resolves to nothing sets NODE_NAME="".
+    c.env("NODE_NAME", "").args(["audit", "--output", "json", "--cgroup-root", root]);
+    let run = integration_tests::run(c);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["node"], hostname.as_str());
+    let run = agent(&["audit", "--output", "json", "--node-name", "node-a", "--cgroup-root", root]);
+    assert_eq!(run.json()["node"], "node-a");
+}

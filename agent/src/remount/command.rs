@@ -163,9 +163,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
     }
     let acted = report.plan.action.changes_something() || !report.detach.is_empty() || !report.unpin.is_empty();
     if acted {
-        let node = args.node_name.clone().unwrap_or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_owned()).unwrap_or_default()
-        });
+        let node = crate::scan::node_name(args.node_name.as_deref());
         let restart = restart_hint(&args.path, &node);
         report.next_step = Some(if args.apply { restart } else { format!("run again with --apply, then {restart}") });
     }
