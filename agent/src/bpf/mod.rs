@@ -10,9 +10,9 @@ pub mod sys;
 
 pub use attach_type::{AttachFlags, AttachType};
 
-/// An error from a library (aya) in one line: its message and each cause's
-/// that it does not already quote (aya's variants do both), and of a
-/// verifier log only the verdict, its last line. The agent's own errors
+/// An error from a library (aya) in one line: its message, then each cause
+/// in its `source()` chain that the message does not already quote (aya's
+/// variants do both), and of a verifier log only the verdict. The agent's own errors
 /// quote their cause in their message and keep no `source()`, so they print
 /// the same with `{}` and `{:#}`.
 pub fn one_line(e: &dyn std::error::Error) -> String {
