@@ -5,6 +5,7 @@ use std::path::Path;
 
 use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
 
+use crate::cgroup::root::RootError;
 use crate::cli::{AuditArgs, Output, ScanArgs};
 use crate::findings::Policy;
 use crate::report::Report;
@@ -21,13 +22,18 @@ pub fn check_proc(proc: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// The flags that name host paths, checked before anything runs: the
-/// daemon refuses a bad one at start (exit 2) rather than logging the same
-/// failed audit every interval.
+/// The flags that name host paths, checked before the daemon starts: a
+/// wrong one (not procfs, not a cgroup2 directory) is refused at once
+/// (exit 2) rather than logged as a failed audit every interval. A
+/// `--cgroup-root` that does not exist yet is not wrong: the daemon may
+/// start before the hierarchy below it is made, and stays unready until it is.
 pub fn check_scan_args(args: &ScanArgs) -> anyhow::Result<()> {
     check_proc(&args.proc)?;
     if let Some(dir) = &args.cgroup_root {
-        crate::cgroup::root::open_cgroup_dir(dir).map_err(|e| anyhow::anyhow!("--cgroup-root {e}"))?;
+        match crate::cgroup::root::open_cgroup_dir(dir) {
+            Ok(_) | Err(RootError::NotFound { .. }) => {}
+            Err(e) => anyhow::bail!("--cgroup-root {e}"),
+        }
     }
     Ok(())
 }
