@@ -18,6 +18,7 @@
 #![no_main]
 
 mod cgroup_record;
+mod runtime;
 
 use aya_ebpf::helpers::{bpf_loop, bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes};
 use aya_ebpf::macros::map;
@@ -288,13 +289,3 @@ pub fn cgroup_walk(ctx: *mut core::ffi::c_void) -> i32 {
     }
     0
 }
-
-#[cfg(not(test))]
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    loop {}
-}
-
-#[unsafe(link_section = "license")]
-#[unsafe(no_mangle)]
-static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

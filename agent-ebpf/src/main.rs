@@ -13,6 +13,7 @@
 #![no_main]
 
 mod event;
+mod runtime;
 
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user,
@@ -118,13 +119,3 @@ pub fn bpf_exit(ctx: TracePointContext) -> u32 {
     }
     0
 }
-
-#[cfg(not(test))]
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    loop {}
-}
-
-#[unsafe(link_section = "license")]
-#[unsafe(no_mangle)]
-static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
