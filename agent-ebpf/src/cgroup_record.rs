@@ -15,6 +15,10 @@ pub struct KernelLayout {
     pub cgroup_effective: u32,
     pub cgroup_progs: u32,
     pub cgroup_flags: u32,
+    /// Sizes of the `bpf.progs` and `bpf.flags` arrays: what the program
+    /// reads of them, at most the buffer it reads into.
+    pub progs_bytes: u32,
+    pub flags_bytes: u32,
     /// Size of one `bpf.flags[]` element (u8 or u32 across kernels).
     pub flags_size: u32,
     /// `enum cgroup_bpf_attach_type`: `MAX_CGROUP_BPF_ATTACH_TYPE`.

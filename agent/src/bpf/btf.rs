@@ -137,7 +137,7 @@ impl<'a> Types<'a> {
     }
 
     /// Size in bytes of a type.
-    fn size_of(&self, id: u32) -> Option<u32> {
+    pub fn type_size(&self, id: u32) -> Option<u32> {
         let h = self.header(self.resolve(id)?)?;
         match h.1 {
             KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => Some(h.4),
@@ -145,7 +145,7 @@ impl<'a> Types<'a> {
             KIND_ARRAY => {
                 let elem = u32_at(self.types, h.5)?;
                 let n = u32_at(self.types, h.5 + 8)?;
-                self.size_of(elem)?.checked_mul(n)
+                self.type_size(elem)?.checked_mul(n)
             }
             _ => None,
         }
@@ -192,7 +192,7 @@ impl<'a> Types<'a> {
     /// Size of struct `name`.
     pub fn struct_size(&self, name: &str) -> Result<u32, BtfError> {
         let id = self.find_struct(name)?;
-        self.size_of(id).ok_or_else(|| BtfError::Missing(format!("size of struct {name}")))
+        self.type_size(id).ok_or_else(|| BtfError::Missing(format!("size of struct {name}")))
     }
 
     /// Size of one element of the array type `id`.
@@ -202,7 +202,7 @@ impl<'a> Types<'a> {
             return Err(BtfError::Missing("an array".into()));
         }
         let elem = u32_at(self.types, h.5).ok_or(BtfError::Malformed)?;
-        self.size_of(elem).ok_or(BtfError::Malformed)
+        self.type_size(elem).ok_or(BtfError::Malformed)
     }
 
     /// Name of the element type of the array type `id` (`hlist_head`).

@@ -118,11 +118,24 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
         .collect();
     let atype = |name: &str| value(name, &atypes).map(|v| v as u32).ok_or_else(|| missing(name));
     let off = |s: &str, m: &str| types.offset_of(s, m).map(|(o, _)| o);
+    // The program reads both arrays whole into fixed buffers: refuse a
+    // kernel whose arrays would not fit, rather than read past them.
+    let array_bytes = |id: u32, what: &str, max: usize| {
+        let size = types.type_size(id).ok_or_else(|| BtfError::Missing(format!("the size of cgroup_bpf.{what}")))?;
+        if size as usize > max {
+            return Err(BtfError::Missing(format!(
+                "cgroup_bpf.{what} of at most {max} bytes (kernel has {size}): the iterator's buffer is smaller"
+            )));
+        }
+        Ok(size)
+    };
     let layout = KernelLayout {
         cgroup_kn: off("cgroup", "kn")?,
         cgroup_effective: cgroup_bpf("effective")?.0,
         cgroup_progs,
         cgroup_flags,
+        progs_bytes: array_bytes(progs_type, "progs", 8 * MAX_ATYPES)?,
+        flags_bytes: array_bytes(flags_type, "flags", 8 * (MAX_ATYPES / 2))?,
         flags_size: types.element_size(flags_type)?,
         n_atypes: n_atypes as u32,
         connect4: atype("CGROUP_INET4_CONNECT")?,
