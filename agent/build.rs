@@ -1,6 +1,7 @@
 //! Builds `agent-ebpf` for bpfel-unknown-none (nightly, -Z build-std=core,
-//! bpf-linker) and leaves the object in OUT_DIR, where `trace.rs` embeds it:
-//! one `agent` binary is all a node needs.
+//! bpf-linker) and leaves its objects (`bpf-calls`, `cgroup-iter`) in
+//! OUT_DIR, where the agent embeds them: one `agent` binary is all a node
+//! needs.
 
 use std::path::Path;
 
@@ -18,6 +19,10 @@ fn main() {
              or build through `cargo xtask build`."
         );
     }
+    // aya-build watches the eBPF crate's own directory; the records it
+    // shares with the agent live in agent-common.
+    let common = Path::new(&manifest).join("../agent-common");
+    println!("cargo:rerun-if-changed={}", common.canonicalize().expect("agent-common next to agent").display());
     let root = ebpf.to_str().expect("utf-8 path");
     let package = aya_build::Package { name: "agent-ebpf", root_dir: root, ..Default::default() };
     if let Err(e) = aya_build::build_ebpf([package], aya_build::Toolchain::default()) {

@@ -2,7 +2,7 @@
 //! kernel, under `cgroup_mutex` (so the tree and its attachments are one
 //! consistent picture). For each cgroup it writes a `CgroupRecord` (id,
 //! parent id, name, effective connect programs) followed by one
-//! `AttachRecord` per program in its own `bpf.progs[]` lists, which is
+//! `HookRecord` per program in its own `bpf.progs[]` lists, which is
 //! exactly what `BPF_PROG_QUERY` (and `BPF_F_QUERY_EFFECTIVE` for connect)
 //! would return for it.
 //!
@@ -17,13 +17,12 @@
 #![no_std]
 #![no_main]
 
-mod cgroup_record;
 mod runtime;
 
+use agent_common::cgroup_iter::*;
 use aya_ebpf::helpers::{bpf_loop, bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes};
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{Array, PerCpuArray, RingBuf};
-use cgroup_record::*;
 
 /// Set by the agent at load time from the kernel's BTF.
 #[unsafe(no_mangle)]
@@ -254,7 +253,7 @@ fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
         (prog, 0)
     };
     if prog != 0 {
-        let record = AttachRecord {
+        let record = HookRecord {
             kind: KIND_ATTACH,
             atype: w.atype,
             cgroup_id: w.cgroup_id,
@@ -263,7 +262,7 @@ fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
             flags: w.flags,
             _pad: 0,
         };
-        if CGROUP_RECORDS.output::<AttachRecord>(&record, 0).is_err() {
+        if CGROUP_RECORDS.output::<HookRecord>(&record, 0).is_err() {
             bump(STATUS_DROPPED);
         }
     }

@@ -4,7 +4,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::scan::WalkMethod;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -174,6 +173,19 @@ pub struct AuditArgs {
 
     #[command(flatten)]
     pub scan: ScanArgs,
+}
+
+/// How the cgroup tree is read (`--walk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum WalkMethod {
+    /// The in-kernel iterator, or the syscall walk when the kernel cannot
+    /// run it (the reason is reported).
+    #[default]
+    Auto,
+    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
+    BpfIter,
+    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
+    Syscalls,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 use crate::audit::{check_scan_args, scan_options};
 use crate::cli::{LogFormat, Remediate, RunArgs};
 use crate::findings::{Kind, Policy};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Trigger};
 use crate::remount::{self, Outcome, plan::Action};
 use crate::report::Report;
 use crate::scan;
@@ -136,7 +136,7 @@ async fn serve(args: &RunArgs, tracefs: Result<(), String>) -> u8 {
             Some(trace::spawn_reader(tracer, args.scan.proc.clone(), stop_reader.clone(), move |msg| match msg {
                 TraceMessage::Event(r) => {
                     tracing::info!(
-                        command = r.command,
+                        command = r.command.as_str(),
                         attach_type = r.attach_type.map(|t| t.name()),
                         pid = r.pid,
                         comm = %r.comm,
@@ -239,7 +239,7 @@ async fn remediate(
         .iter()
         .filter(|f| f.kind == Kind::CgroupMountNotRoot)
         .filter_map(|f| f.mount_point.clone())
-        .filter(|p| crate::mounts::cni_mount_owner(std::path::Path::new(p)).is_some())
+        .filter(|p| crate::owner::Cni::from_mount_point(std::path::Path::new(p)).is_some())
         .collect();
     for path in paths {
         if last.get(&path).is_some_and(|t| t.elapsed() < REMEDIATION_EVERY) {
@@ -282,7 +282,7 @@ async fn audit_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let policy = Policy { allow: args.scan.allow.clone() };
-    let mut trigger = "startup";
+    let mut trigger = Trigger::Startup;
     let mut last_summary = String::new();
     let mut remediated = std::collections::HashMap::new();
     let mut last_fallback: Option<String> = None;
@@ -305,9 +305,9 @@ async fn audit_loop(
                 state.metrics.audit_done(trigger, seconds, &report, unix_now());
                 let summary = report.summary();
                 if summary.split(" | ").next() != last_summary.split(" | ").next() {
-                    tracing::info!(trigger, findings = report.findings.len(), "{summary}");
+                    tracing::info!(trigger = trigger.as_str(), findings = report.findings.len(), "{summary}");
                 } else {
-                    tracing::debug!(trigger, "{summary}");
+                    tracing::debug!(trigger = trigger.as_str(), "{summary}");
                 }
                 last_summary = summary;
                 if report.walk.fallback_reason != last_fallback {
@@ -323,17 +323,17 @@ async fn audit_loop(
             }
             Ok(Err(e)) => {
                 state.metrics.audit_failed(trigger, seconds);
-                tracing::warn!(trigger, error = %format!("{e:#}"), "audit failed");
+                tracing::warn!(trigger = trigger.as_str(), error = %format!("{e:#}"), "audit failed");
                 if state.ready.load(Ordering::Relaxed) { jittered(args.interval) } else { RETRY.min(args.interval) }
             }
             Err(e) => {
                 state.metrics.audit_failed(trigger, seconds);
-                tracing::error!(trigger, error = %e, "audit task panicked");
+                tracing::error!(trigger = trigger.as_str(), error = %e, "audit task panicked");
                 jittered(args.interval)
             }
         };
         tokio::select! {
-            _ = tokio::time::sleep(wait) => trigger = "interval",
+            _ = tokio::time::sleep(wait) => trigger = Trigger::Interval,
             Some(()) = wake.recv() => {
                 tokio::select! {
                     _ = tokio::time::sleep(DEBOUNCE) => {}
@@ -341,7 +341,7 @@ async fn audit_loop(
                 }
                 // Fold the events of the window into this one audit.
                 while wake.try_recv().is_ok() {}
-                trigger = "event";
+                trigger = Trigger::Event;
             }
             _ = stop.changed() => return,
         }

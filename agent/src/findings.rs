@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::attribution::{Attribution, attribute};
-use crate::bpf::AttachType;
+use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
-use crate::owner::{Owner, classify, intended_hook};
+use crate::owner::{Cni, Owner, classify, intended_hook};
 use crate::snapshot::{Attachment, MountTop, ProcessRef, Snapshot};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Severity {
     Critical,
     Warning,
@@ -20,15 +21,13 @@ pub enum Severity {
 
 impl Severity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Critical => "critical",
-            Severity::Warning => "warning",
-        }
+        self.into()
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Kind {
     SocketLbBelowRoot,
     SocketLbMissingAtRoot,
@@ -40,14 +39,7 @@ pub enum Kind {
 
 impl Kind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::SocketLbBelowRoot => "socket_lb_below_root",
-            Kind::SocketLbMissingAtRoot => "socket_lb_missing_at_root",
-            Kind::PodsWithoutSocketLb => "pods_without_socket_lb",
-            Kind::CgroupMountNotRoot => "cgroup_mount_not_root",
-            Kind::DefunctLink => "defunct_link",
-            Kind::CniAgentPrivateCgroupns => "cni_agent_private_cgroupns",
-        }
+        self.into()
     }
 
     /// What findings of this kind mean, for a group of them.
@@ -138,7 +130,7 @@ impl Finding {
 pub struct Actor {
     pub pid: u32,
     pub comm: String,
-    pub command: &'static str,
+    pub command: BpfCommand,
     /// When the call was made, in milliseconds since the Unix epoch.
     pub time_unix_ms: u64,
     /// The caller's cgroup, relative to the audited root when inside it.
@@ -154,7 +146,7 @@ pub struct Actor {
 fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     let e = snap.events.iter().rev().find(|e| {
         e.succeeded()
-            && matches!(e.command, "prog_attach" | "link_create")
+            && e.command.attaches()
             && e.attach_type == Some(a.attach_type)
             && e.prog_id.is_none_or(|p| p == a.prog_id)
             && e.target_cgroup_id.unwrap_or(e.caller_cgroup_id) == a.cgroup_id
@@ -257,7 +249,7 @@ fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<Attac
         }
     }
     for p in snap.programs.values() {
-        if !matches!(p.prog_type, "cgroup_sock_addr" | "cgroup_sock") {
+        if !p.prog_type.is_socket() {
             continue;
         }
         let owner = classify(&p.name, p.prog_type, None, &policy.allow);
@@ -339,7 +331,7 @@ fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
         if *cgroup_id == snap.root.cgroup_id {
             continue;
         }
-        let cni = crate::mounts::cni_mount_owner(&m.mount_point);
+        let cni = Cni::from_mount_point(&m.mount_point);
         let severity = if cni.is_some() { Severity::Critical } else { Severity::Warning };
         let message = format!(
             "cgroup2 is mounted at {mp} in PID 1's mount namespace, but the mount's top is cgroup {cgroup} (id {cgroup_id}), not the root: \
@@ -360,11 +352,7 @@ fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
         );
         let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
         f.mount_point = Some(m.mount_point.display().to_string());
-        f.owner = match cni {
-            Some("cilium") => Some(Owner::Cilium),
-            Some("calico") => Some(Owner::Calico),
-            _ => None,
-        };
+        f.owner = cni.map(Cni::owner);
         out.push(f);
     }
 }
@@ -417,7 +405,7 @@ fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
         let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned())
             .at_cgroup(cgroup, snap);
         f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
-        f.owner = Some(if p.comm.starts_with("cilium") { Owner::Cilium } else { Owner::Calico });
+        f.owner = Some(p.cni.owner());
         out.push(f);
     }
 }
@@ -464,9 +452,9 @@ pub(crate) mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::bpf::AttachFlags;
     use crate::bpf::programs::Program;
     use crate::bpf::sys::CgroupLinkInfo;
+    use crate::bpf::{AttachFlags, ProgType};
     use crate::cgroup::AuditRoot;
     use crate::snapshot::{CgroupMount, CniProcess, PodCgroup, Snapshot};
 
@@ -492,7 +480,7 @@ pub(crate) mod tests {
             },
             cgroups_scanned: 3,
             cgroups_vanished: 0,
-            walk: crate::snapshot::WalkInfo { method: crate::scan::WalkMethod::BpfIter, fallback: None, passes: 1 },
+            walk: crate::snapshot::WalkInfo { method: crate::snapshot::WalkUsed::BpfIter, fallback: None, passes: 1 },
             unsupported_attach_types: Vec::new(),
             attachments: Vec::new(),
             programs: BTreeMap::new(),
@@ -509,7 +497,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn prog(s: &mut Snapshot, id: u32, name: &str, prog_type: &'static str) {
+    fn prog(s: &mut Snapshot, id: u32, name: &str, prog_type: ProgType) {
         s.programs.insert(id, Program::new(id, name, prog_type));
     }
 
@@ -526,8 +514,8 @@ pub(crate) mod tests {
 
     /// Cilium's connect4/connect6 programs attached to `cgroup`.
     fn cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
-        prog(s, 10, "cil_sock4_connect", "cgroup_sock_addr");
-        prog(s, 11, "cil_sock6_connect", "cgroup_sock_addr");
+        prog(s, 10, "cil_sock4_connect", ProgType::CgroupSockAddr);
+        prog(s, 11, "cil_sock6_connect", ProgType::CgroupSockAddr);
         attach(s, cgroup, cgroup_id, "connect4", 10);
         attach(s, cgroup, cgroup_id, "connect6", 11);
     }
@@ -572,9 +560,9 @@ pub(crate) mod tests {
     #[test]
     fn benign_owners_below_root_are_never_flagged() {
         let mut s = node();
-        prog(&mut s, 20, "sd_bind4", "cgroup_sock_addr");
-        prog(&mut s, 21, "", "cgroup_device");
-        prog(&mut s, 22, "cgroup_connect4_prog", "cgroup_sock_addr");
+        prog(&mut s, 20, "sd_bind4", ProgType::CgroupSockAddr);
+        prog(&mut s, 21, "", ProgType::CgroupDevice);
+        prog(&mut s, 22, "cgroup_connect4_prog", ProgType::CgroupSockAddr);
         attach(&mut s, "/system.slice/x.service", 5, "bind4", 20);
         attach(&mut s, CTR, CTR_ID, "device", 21);
         attach(&mut s, CTR, CTR_ID, "connect4", 22);
@@ -584,7 +572,7 @@ pub(crate) mod tests {
     #[test]
     fn allowlist_silences_an_unknown_owner() {
         let mut s = node();
-        prog(&mut s, 30, "my_lb_connect4", "cgroup_sock_addr");
+        prog(&mut s, 30, "my_lb_connect4", ProgType::CgroupSockAddr);
         attach(&mut s, CTR, CTR_ID, "connect4", 30);
         assert_eq!(kinds(&evaluate(&s, &Policy::default())), ["socket_lb_below_root"]);
         assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()] }).is_empty());
@@ -593,7 +581,7 @@ pub(crate) mod tests {
     #[test]
     fn loaded_but_unattached_cni_program_is_missing_at_root() {
         let mut s = node();
-        prog(&mut s, 40, "cil_sock4_sendm", "cgroup_sock_addr");
+        prog(&mut s, 40, "cil_sock4_sendm", ProgType::CgroupSockAddr);
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["socket_lb_missing_at_root"]);
         assert_eq!(f[0].attach_type, Some(at("sendmsg4")));
@@ -602,7 +590,7 @@ pub(crate) mod tests {
     #[test]
     fn unsupported_hook_is_not_reported_missing() {
         let mut s = node();
-        prog(&mut s, 41, "cil_sock_release", "cgroup_sock");
+        prog(&mut s, 41, "cil_sock_release", ProgType::CgroupSock);
         s.unsupported_attach_types.push(at("sock_release"));
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }
@@ -618,7 +606,7 @@ pub(crate) mod tests {
                 effective_connect: eff,
             });
         }
-        prog(&mut s, 99, "other", "cgroup_sock_addr");
+        prog(&mut s, 99, "other", ProgType::CgroupSockAddr);
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["pods_without_socket_lb"]);
         assert_eq!(f[0].count, Some(2));
@@ -651,8 +639,8 @@ pub(crate) mod tests {
     #[test]
     fn defunct_link_is_reported_only_for_cni_programs() {
         let mut s = node();
-        prog(&mut s, 50, "cil_sock4_connect", "cgroup_sock_addr");
-        prog(&mut s, 51, "sd_fw_ingress", "cgroup_skb");
+        prog(&mut s, 50, "cil_sock4_connect", ProgType::CgroupSockAddr);
+        prog(&mut s, 51, "sd_fw_ingress", ProgType::CgroupSkb);
         attach(&mut s, "/", 1, "connect4", 50);
         s.cgroup_links = vec![
             CgroupLinkInfo { link_id: 5, prog_id: 50, cgroup_id: 0, attach_type: at("connect4").kernel_value() },
@@ -666,7 +654,8 @@ pub(crate) mod tests {
     #[test]
     fn cni_agent_in_private_cgroupns_is_named_only_as_a_cause() {
         let mut s = node();
-        let agent = CniProcess { pid: 7, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/x".into() };
+        let agent =
+            CniProcess { pid: 7, cni: Cni::Cilium, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/x".into() };
         s.cni_processes.push(agent);
         cilium_connect(&mut s, "/", 1);
         assert!(evaluate(&s, &Policy::default()).is_empty(), "normal when socket LB is at the root");
@@ -674,6 +663,7 @@ pub(crate) mod tests {
         let mut s = node();
         s.cni_processes.push(CniProcess {
             pid: 7,
+            cni: Cni::Cilium,
             comm: "cilium-agent".into(),
             cgroupns: 200,
             cgroup: "/abs/path".into(),

@@ -9,16 +9,30 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::bpf::AttachType;
+use strum::IntoEnumIterator;
+
+use crate::bpf::{AttachType, BpfCommand};
 use crate::findings::{Kind, Severity};
 use crate::owner::Owner;
 use crate::report::Report;
 
-/// Why an audit was run.
-pub const TRIGGERS: [&str; 3] = ["startup", "interval", "event"];
+/// Why an audit was run (the `trigger` label of `cgaudit_audits_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
+pub enum Trigger {
+    Startup,
+    Interval,
+    Event,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// Why an audit failed or was incomplete.
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
-const COMMANDS: [&str; 5] = ["prog_attach", "prog_detach", "link_create", "link_update", "link_detach"];
 
 /// The (kind, severity) pairs the rules can produce.
 const FINDING_SERIES: [(Kind, Severity); 7] = [
@@ -129,19 +143,20 @@ impl Metrics {
         for (kind, severity) in FINDING_SERIES {
             m.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(0);
         }
-        for t in TRIGGERS {
-            m.audits.with_label_values(&[t]);
+        for t in Trigger::iter() {
+            m.audits.with_label_values(&[t.as_str()]);
         }
         for reason in ERROR_REASONS {
             m.audit_errors.with_label_values(&[reason]);
         }
-        for t in AttachType::all().filter(|t| t.is_socket_lb()) {
-            for cmd in ["prog_attach", "prog_detach", "link_create"] {
-                m.attach_events.with_label_values(&[cmd, t.name()]);
+        for cmd in BpfCommand::iter() {
+            if cmd.names_hook() {
+                for t in AttachType::all().filter(|t| t.is_socket_lb()) {
+                    m.attach_events.with_label_values(&[cmd.as_str(), t.name()]);
+                }
+            } else {
+                m.attach_events.with_label_values(&[cmd.as_str(), "none"]);
             }
-        }
-        for cmd in ["link_update", "link_detach"] {
-            m.attach_events.with_label_values(&[cmd, "none"]);
         }
         for result in ["nothing_to_do", "dry_run", "done", "refused", "failed"] {
             m.remediations.with_label_values(&["remount", result]);
@@ -170,9 +185,8 @@ impl Metrics {
         self.tracing_active.set(i64::from(active));
     }
 
-    pub fn attach_event(&self, command: &str, attach_type: Option<AttachType>) {
-        debug_assert!(COMMANDS.contains(&command));
-        self.attach_events.with_label_values(&[command, attach_type.map_or("none", AttachType::name)]).inc();
+    pub fn attach_event(&self, command: BpfCommand, attach_type: Option<AttachType>) {
+        self.attach_events.with_label_values(&[command.as_str(), attach_type.map_or("none", AttachType::name)]).inc();
     }
 
     pub fn events_lost(&self, total: u64) {
@@ -180,15 +194,15 @@ impl Metrics {
         self.events_lost.inc_by(delta);
     }
 
-    pub fn audit_failed(&self, trigger: &str, seconds: f64) {
-        self.audits.with_label_values(&[trigger]).inc();
+    pub fn audit_failed(&self, trigger: Trigger, seconds: f64) {
+        self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
         self.audit_errors.with_label_values(&["scan_failed"]).inc();
     }
 
     /// Publishes one completed audit.
-    pub fn audit_done(&self, trigger: &str, seconds: f64, report: &Report, now_unix: i64) {
-        self.audits.with_label_values(&[trigger]).inc();
+    pub fn audit_done(&self, trigger: Trigger, seconds: f64, report: &Report, now_unix: i64) {
+        self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
         if !report.errors.is_empty() {
             self.audit_errors.with_label_values(&["cgroup_unreadable"]).inc();

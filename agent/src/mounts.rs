@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 
+use crate::owner::Cni;
+
 /// One line of mountinfo, with its octal escapes (`\040`) decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
@@ -76,8 +78,8 @@ impl Mount {
     }
 
     /// The CNI that attaches through a mount at this path.
-    pub fn cni_owner(&self) -> Option<&'static str> {
-        cni_mount_owner(&self.mount_point)
+    pub fn cni_owner(&self) -> Option<Cni> {
+        Cni::from_mount_point(&self.mount_point)
     }
 }
 
@@ -86,16 +88,6 @@ impl Mount {
 pub fn top_mount_at<'a>(mounts: &'a [Mount], path: &std::path::Path) -> Option<&'a Mount> {
     let at: Vec<&Mount> = mounts.iter().filter(|m| m.mount_point == path).collect();
     at.iter().copied().find(|m| !at.iter().any(|o| o.parent_id == m.mount_id))
-}
-
-/// The CNI that mounts cgroup2 at `path` to attach its socket-LB programs
-/// (Cilium's default `cgroup.hostRoot`, Calico's fixed path).
-pub fn cni_mount_owner(path: &std::path::Path) -> Option<&'static str> {
-    match path.to_str()? {
-        "/run/cilium/cgroupv2" => Some("cilium"),
-        "/run/calico/cgroup" => Some("calico"),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -122,7 +114,7 @@ mod tests {
         let line = "900 27 0:38 / /run/cilium/cgroupv2 rw,relatime shared:1 master:2 propagate_from:3 unbindable - cgroup2 none rw";
         let m = &parse_mountinfo(line).unwrap()[0];
         assert_eq!(m.fs_type, "cgroup2");
-        assert_eq!(m.cni_owner(), Some("cilium"));
+        assert_eq!(m.cni_owner(), Some(Cni::Cilium));
     }
 
     #[test]

@@ -5,12 +5,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::bpf::{AttachFlags, AttachType};
+use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::RootKind;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
-use crate::scan::WalkMethod;
-use crate::snapshot::{CgroupMount, ScanError, Snapshot};
+use crate::snapshot::{CgroupMount, ScanError, Snapshot, WalkUsed};
 
 /// Bumped on any incompatible change of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -23,7 +22,7 @@ pub struct AttachmentOut {
     pub attach_flags: AttachFlags,
     pub prog_id: u32,
     pub prog_name: Option<String>,
-    pub prog_type: Option<&'static str>,
+    pub prog_type: Option<ProgType>,
     pub prog_tag: Option<String>,
     pub link_id: Option<u32>,
     pub owner: Owner,
@@ -43,8 +42,7 @@ pub enum Status {
 /// How the tree was read (`--walk`).
 #[derive(Debug, Clone, Serialize)]
 pub struct WalkOut {
-    /// `bpf_iter` (one in-kernel pass) or `syscalls`.
-    pub method: &'static str,
+    pub method: WalkUsed,
     /// Why `--walk auto` could not use the in-kernel pass.
     pub fallback_reason: Option<String>,
     /// In-kernel passes run: 1, or more when the record buffer overflowed
@@ -111,10 +109,7 @@ impl Report {
             cgroups_scanned: snap.cgroups_scanned,
             cgroups_vanished: snap.cgroups_vanished,
             walk: WalkOut {
-                method: match snap.walk.method {
-                    WalkMethod::BpfIter => "bpf_iter",
-                    WalkMethod::Syscalls | WalkMethod::Auto => "syscalls",
-                },
+                method: snap.walk.method,
                 fallback_reason: snap.walk.fallback.clone(),
                 passes: snap.walk.passes,
             },
@@ -305,10 +300,10 @@ mod tests {
     fn the_walk_and_a_fallback_reason_are_reported() {
         let mut snap = crate::findings::tests::node();
         let report = Report::new(&snap, &Policy::default());
-        assert_eq!(report.walk.method, "bpf_iter");
+        assert_eq!(report.walk.method, WalkUsed::BpfIter);
         assert!(!report.to_table().contains("not in one kernel pass"));
         snap.walk = WalkInfo {
-            method: WalkMethod::Syscalls,
+            method: WalkUsed::Syscalls,
             fallback: Some("no struct cgroup in the kernel's BTF".into()),
             passes: 0,
         };

@@ -16,14 +16,13 @@ use crate::bpf::iter::{self, IterCgroup, IterError, Walker};
 use crate::bpf::programs;
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
-use crate::bpf::{AttachFlags, AttachType};
+use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::walk::{self, Visit, WalkError};
 use crate::cgroup::{AuditRoot, RootError, RootKind};
+use crate::cli::WalkMethod;
+use crate::owner::Cni;
 use crate::snapshot::*;
-
-/// CNI agents whose cgroup namespace decides where their mount is rooted.
-pub const CNI_AGENT_COMMS: [&str; 2] = ["cilium-agent", "calico-node"];
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -35,19 +34,6 @@ pub struct ScanOptions {
     /// cgroup ids whose paths the snapshot should carry (event callers).
     pub name_cgroups: HashSet<u64>,
     pub walk: WalkMethod,
-}
-
-/// How the cgroup tree is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum WalkMethod {
-    /// The in-kernel iterator, or the syscall walk when the kernel cannot
-    /// run it (the reason is reported).
-    #[default]
-    Auto,
-    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
-    BpfIter,
-    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
-    Syscalls,
 }
 
 /// Why an audit could not run at all.
@@ -143,14 +129,12 @@ fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
         let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
         let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else { continue };
         let comm = comm.trim();
-        if !CNI_AGENT_COMMS.contains(&comm) {
-            continue;
-        }
+        let Some(cni) = Cni::from_agent_comm(comm) else { continue };
         // NB: the process may exit between reads; skip it then.
         let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else {
             continue;
         };
-        out.push(CniProcess { pid: pid.parse().unwrap_or(0), comm: comm.to_owned(), cgroupns: ns, cgroup });
+        out.push(CniProcess { pid: pid.parse().unwrap_or(0), cni, comm: comm.to_owned(), cgroupns: ns, cgroup });
     }
     out.sort_by_key(|p| p.pid);
     out
@@ -426,7 +410,7 @@ fn syscall_walk(
     // attached, it is still loaded when programs are enumerated again after
     // the walk, and the hooks its type opens are then walked too.
     let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
-    let types_before: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let types_before: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
     let walked = support.for_prog_types(&types_before);
     let rewalk_fd = root_fd
         .try_clone()
@@ -434,7 +418,7 @@ fn syscall_walk(
     let (mut found, mut stats) = walk_cgroups(root_fd, &walked, ctx);
     let mut vanished = stats.vanished;
     programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
-    let types_after: HashSet<&str> = programs.values().map(|p| p.prog_type).collect();
+    let types_after: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
     let extra = support.for_prog_types(&types_after).minus(&walked);
     if !extra.supported.is_empty() {
         let (more, more_stats) = walk_cgroups(rewalk_fd, &extra, ctx);
@@ -467,7 +451,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .collect();
 
     let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
-    let mut walk_info = WalkInfo { method: WalkMethod::Syscalls, fallback: None, passes: 0 };
+    let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
         WalkMethod::Auto | WalkMethod::BpfIter => {
@@ -483,7 +467,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     };
     let (found, stats, vanished, mut programs) = match iterated {
         Some((found, stats, iter_stats)) => {
-            walk_info.method = WalkMethod::BpfIter;
+            walk_info.method = WalkUsed::BpfIter;
             walk_info.passes = iter_stats.passes;
             // Enumerated after the pass, whose own program is gone by now.
             let programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
@@ -509,7 +493,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let named: BTreeSet<u32> = attachments
         .iter()
         .map(|a| a.prog_id)
-        .chain(programs.values().filter(|p| matches!(p.prog_type, "cgroup_sock_addr" | "cgroup_sock")).map(|p| p.id))
+        .chain(programs.values().filter(|p| p.prog_type.is_socket()).map(|p| p.id))
         .collect();
     programs::resolve_full_names(&mut programs, named);
     let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;

@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use crate::bpf::programs::Program;
 use crate::bpf::sys::CgroupLinkInfo;
-use crate::bpf::{AttachFlags, AttachType};
+use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::AuditRoot;
-use crate::scan::WalkMethod;
+use crate::owner::Cni;
 
 /// One program attached directly to one cgroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +64,7 @@ pub struct ProcessRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CniProcess {
     pub pid: u32,
+    pub cni: Cni,
     pub comm: String,
     /// Inode of `/proc/<pid>/ns/cgroup`.
     pub cgroupns: u64,
@@ -76,8 +77,7 @@ pub struct CniProcess {
 pub struct AttachRecord {
     /// When the call was made, in milliseconds since the Unix epoch.
     pub time_unix_ms: u64,
-    /// `prog_attach`, `prog_detach`, `link_create`, `link_update`, `link_detach`.
-    pub command: &'static str,
+    pub command: BpfCommand,
     pub attach_type: Option<AttachType>,
     /// The syscall's result: 0 or a new fd on success, -errno on failure.
     pub result: i64,
@@ -106,10 +106,20 @@ pub struct ScanError {
     pub message: String,
 }
 
+/// How the tree was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WalkUsed {
+    /// One pass of the in-kernel iterator.
+    BpfIter,
+    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
+    Syscalls,
+}
+
 /// How the cgroup tree was read, and why not in the kernel if it was not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalkInfo {
-    pub method: WalkMethod,
+    pub method: WalkUsed,
     /// Why `--walk auto` fell back to the syscall walk.
     pub fallback: Option<String>,
     /// In-kernel passes run (a pass whose buffer overflowed is run again).

@@ -21,15 +21,13 @@ use aya_log::EbpfLogger;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::time::{ClockId, clock_gettime};
 
-use crate::bpf::{AttachType, one_line};
+use crate::bpf::{AttachType, BpfCommand, one_line};
 use crate::snapshot::AttachRecord;
 
-/// The record layout shared with the eBPF side.
-#[path = "../../agent-ebpf/src/event.rs"]
-mod wire;
+use agent_common::bpf_calls as wire;
 
 /// The eBPF object built by build.rs, embedded so one binary is all a node needs.
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/agent-ebpf"));
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/bpf-calls"));
 
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
@@ -128,12 +126,12 @@ impl Tracer {
 }
 
 /// Decodes one ring-buffer record (no unsafe: field by field).
-fn decode(b: &[u8]) -> Option<wire::AttachEvent> {
+fn decode(b: &[u8]) -> Option<wire::BpfCallRecord> {
     let u64_at = |o: usize| b.get(o..o + 8).map(|s| u64::from_ne_bytes(s.try_into().unwrap_or_default()));
     let u32_at = |o: usize| b.get(o..o + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap_or_default()));
     let mut comm = [0u8; 16];
     comm.copy_from_slice(b.get(56..72)?);
-    Some(wire::AttachEvent {
+    Some(wire::BpfCallRecord {
         ktime_ns: u64_at(0)?,
         caller_cgroup_id: u64_at(8)?,
         ret: u64_at(16)? as i64,
@@ -148,17 +146,6 @@ fn decode(b: &[u8]) -> Option<wire::AttachEvent> {
     })
 }
 
-fn command_name(cmd: u32) -> Option<&'static str> {
-    Some(match cmd {
-        wire::BPF_PROG_ATTACH => "prog_attach",
-        wire::BPF_PROG_DETACH => "prog_detach",
-        wire::BPF_LINK_CREATE => "link_create",
-        wire::BPF_LINK_UPDATE => "link_update",
-        wire::BPF_LINK_DETACH => "link_detach",
-        _ => return None,
-    })
-}
-
 /// The program id behind `fd` of process `tgid`, from its fdinfo.
 fn prog_id_of(proc: &Path, tgid: u32, fd: u32) -> Option<u32> {
     let text = fs::read_to_string(proc.join(format!("{tgid}/fdinfo/{fd}"))).ok()?;
@@ -167,8 +154,8 @@ fn prog_id_of(proc: &Path, tgid: u32, fd: u32) -> Option<u32> {
 
 /// Turns a raw event into a record; `None` for attach types that are not
 /// cgroup hooks (XDP, TCX, tracing links...).
-fn record(ev: &wire::AttachEvent, proc: &Path) -> Option<AttachRecord> {
-    let command = command_name(ev.cmd)?;
+fn record(ev: &wire::BpfCallRecord, proc: &Path) -> Option<AttachRecord> {
+    let command = BpfCommand::from_kernel(ev.cmd)?;
     let attach_type = match ev.attach_type {
         wire::ATTACH_TYPE_NONE => None,
         t => Some(AttachType::from_kernel(t)?),
@@ -260,7 +247,7 @@ mod tests {
 
     #[test]
     fn decode_matches_the_wire_layout() {
-        assert_eq!(std::mem::size_of::<wire::AttachEvent>(), 72);
+        assert_eq!(std::mem::size_of::<wire::BpfCallRecord>(), 72);
         let mut b = vec![0u8; 72];
         b[0..8].copy_from_slice(&7u64.to_ne_bytes());
         b[8..16].copy_from_slice(&4242u64.to_ne_bytes());
@@ -272,7 +259,7 @@ mod tests {
         let ev = decode(&b).unwrap();
         assert_eq!((ev.ktime_ns, ev.caller_cgroup_id, ev.ret, ev.cmd, ev.attach_type), (7, 4242, -1, 8, 10));
         let r = record(&ev, Path::new("/nonexistent")).unwrap();
-        assert_eq!((r.command, r.pid, r.tid, r.comm.as_str()), ("prog_attach", 100, 101, "cilium"));
+        assert_eq!((r.command, r.pid, r.tid, r.comm.as_str()), (BpfCommand::ProgAttach, 100, 101, "cilium"));
         assert_eq!(r.attach_type.map(AttachType::name), Some("connect4"));
         assert!(!r.succeeded());
         assert!(decode(&b[..40]).is_none(), "short records are refused");
@@ -286,6 +273,6 @@ mod tests {
         assert!(record(&decode(&b).unwrap(), Path::new("/proc")).is_none());
         b[32..36].copy_from_slice(&wire::BPF_LINK_DETACH.to_ne_bytes());
         b[36..40].copy_from_slice(&wire::ATTACH_TYPE_NONE.to_ne_bytes());
-        assert_eq!(record(&decode(&b).unwrap(), Path::new("/proc")).unwrap().command, "link_detach");
+        assert_eq!(record(&decode(&b).unwrap(), Path::new("/proc")).unwrap().command, BpfCommand::LinkDetach);
     }
 }

@@ -9,6 +9,8 @@ use std::fmt;
 use aya_obj::generated::bpf_attach_type::{self, *};
 use serde::{Serialize, Serializer};
 
+use super::ProgType;
+
 /// One cgroup attach type: the kernel's enum value and its short name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AttachType(u32);
@@ -92,18 +94,17 @@ impl AttachType {
         TABLE.iter().find(|e| e.1 == name || e.2 == name).map(|e| AttachType(e.0 as u32))
     }
 
-    /// The program type that can be attached to this hook (bpftool's names, as
-    /// `Program::prog_type` reports them).
-    pub fn prog_type(self) -> &'static str {
+    /// The program type that can be attached to this hook.
+    pub fn prog_type(self) -> ProgType {
         match self.name() {
-            "ingress" | "egress" => "cgroup_skb",
-            "sock_create" | "post_bind4" | "post_bind6" | "sock_release" => "cgroup_sock",
-            "sock_ops" => "sock_ops",
-            "device" => "cgroup_device",
-            "sysctl" => "cgroup_sysctl",
-            "getsockopt" | "setsockopt" => "cgroup_sockopt",
-            "lsm_cgroup" => "lsm",
-            _ => "cgroup_sock_addr",
+            "ingress" | "egress" => ProgType::CgroupSkb,
+            "sock_create" | "post_bind4" | "post_bind6" | "sock_release" => ProgType::CgroupSock,
+            "sock_ops" => ProgType::SockOps,
+            "device" => ProgType::CgroupDevice,
+            "sysctl" => ProgType::CgroupSysctl,
+            "getsockopt" | "setsockopt" => ProgType::CgroupSockopt,
+            "lsm_cgroup" => ProgType::Lsm,
+            _ => ProgType::CgroupSockAddr,
         }
     }
 
@@ -132,8 +133,9 @@ impl Serialize for AttachType {
 }
 
 /// How programs of one type share a cgroup (`BPF_F_ALLOW_*` of the attach point).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum AttachFlags {
     /// Exclusive: one program, descendants may not attach their own.
     None,
@@ -156,11 +158,7 @@ impl AttachFlags {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            AttachFlags::None => "none",
-            AttachFlags::Override => "override",
-            AttachFlags::Multi => "multi",
-        }
+        self.into()
     }
 }
 
@@ -210,7 +208,7 @@ mod tests {
 
     #[test]
     fn every_hook_names_its_program_type() {
-        let t = |n| AttachType::from_name(n).unwrap().prog_type();
+        let t = |n| AttachType::from_name(n).unwrap().prog_type().name();
         assert_eq!(t("connect4"), "cgroup_sock_addr");
         assert_eq!(t("connect_unix"), "cgroup_sock_addr");
         assert_eq!(t("post_bind6"), "cgroup_sock");
@@ -218,7 +216,7 @@ mod tests {
         assert_eq!(t("device"), "cgroup_device");
         assert_eq!(t("egress"), "cgroup_skb");
         assert_eq!(t("setsockopt"), "cgroup_sockopt");
-        let types: std::collections::BTreeSet<&str> = AttachType::all().map(AttachType::prog_type).collect();
+        let types: std::collections::BTreeSet<ProgType> = AttachType::all().map(AttachType::prog_type).collect();
         assert_eq!(types.len(), 8);
     }
 

@@ -23,11 +23,8 @@ use super::btf::{BtfError, Types};
 use super::loader;
 use super::sys;
 
-#[path = "../../../agent-ebpf/src/cgroup_record.rs"]
-#[allow(dead_code)] // the kernel side's constants
-mod record;
-pub use record::KernelLayout;
-use record::*;
+pub use agent_common::cgroup_iter::KernelLayout;
+use agent_common::cgroup_iter::*;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cgroup-iter"));
 
@@ -38,8 +35,8 @@ const _: () = {
     assert!(offset_of!(CgroupRecord, parent_id) == 16 && offset_of!(CgroupRecord, n_effective) == 24);
     assert!(offset_of!(CgroupRecord, effective) == 32 && offset_of!(CgroupRecord, name) == CGROUP_RECORD_HEADER);
     assert!(size_of::<CgroupRecord>() == CGROUP_RECORD_HEADER + NAME_SIZE);
-    assert!(offset_of!(AttachRecord, atype) == 4 && offset_of!(AttachRecord, prog_id) == 16);
-    assert!(offset_of!(AttachRecord, link_id) == 20 && offset_of!(AttachRecord, flags) == 24);
+    assert!(offset_of!(HookRecord, atype) == 4 && offset_of!(HookRecord, prog_id) == 16);
+    assert!(offset_of!(HookRecord, link_id) == 20 && offset_of!(HookRecord, flags) == 24);
 };
 
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";

@@ -2,13 +2,17 @@
 
 pub mod attach_type;
 pub mod btf;
+pub mod command;
 pub mod iter;
 pub mod loader;
+pub mod prog_type;
 pub mod programs;
 pub mod query;
 pub mod sys;
 
 pub use attach_type::{AttachFlags, AttachType};
+pub use command::BpfCommand;
+pub use prog_type::ProgType;
 
 /// An error from a library (aya) in one line: its message, then each cause
 /// in its `source()` chain that the message does not already quote (aya's

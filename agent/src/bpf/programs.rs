@@ -9,6 +9,7 @@ use std::os::fd::AsFd;
 
 use serde::Serialize;
 
+use super::ProgType;
 use super::btf;
 use super::sys::{self, CgroupLinkInfo, SyscallError};
 
@@ -19,7 +20,7 @@ pub struct Program {
     /// Full name: the BTF name of the entry function when the kernel's
     /// 15-byte name is a truncation of it, else the kernel name.
     pub name: String,
-    pub prog_type: &'static str,
+    pub prog_type: ProgType,
     /// The kernel's tag (hash of the instructions), as bpftool prints it.
     pub tag: String,
     /// The BTF object holding the full name, while `name` may be the
@@ -30,37 +31,9 @@ pub struct Program {
 
 impl Program {
     /// A program known only by what rules look at (for fixtures and tests).
-    pub fn new(id: u32, name: &str, prog_type: &'static str) -> Program {
+    pub fn new(id: u32, name: &str, prog_type: ProgType) -> Program {
         Program { id, name: name.to_owned(), prog_type, tag: String::new(), btf: None }
     }
-}
-
-/// bpftool's short names for the program types found on cgroups.
-pub fn prog_type_name(t: u32) -> &'static str {
-    use aya_obj::generated::bpf_prog_type::*;
-    const NAMES: &[(u32, &str)] = &[
-        (BPF_PROG_TYPE_SOCKET_FILTER as u32, "socket_filter"),
-        (BPF_PROG_TYPE_KPROBE as u32, "kprobe"),
-        (BPF_PROG_TYPE_SCHED_CLS as u32, "sched_cls"),
-        (BPF_PROG_TYPE_SCHED_ACT as u32, "sched_act"),
-        (BPF_PROG_TYPE_TRACEPOINT as u32, "tracepoint"),
-        (BPF_PROG_TYPE_XDP as u32, "xdp"),
-        (BPF_PROG_TYPE_PERF_EVENT as u32, "perf_event"),
-        (BPF_PROG_TYPE_CGROUP_SKB as u32, "cgroup_skb"),
-        (BPF_PROG_TYPE_CGROUP_SOCK as u32, "cgroup_sock"),
-        (BPF_PROG_TYPE_SOCK_OPS as u32, "sock_ops"),
-        (BPF_PROG_TYPE_CGROUP_DEVICE as u32, "cgroup_device"),
-        (BPF_PROG_TYPE_RAW_TRACEPOINT as u32, "raw_tracepoint"),
-        (BPF_PROG_TYPE_CGROUP_SOCK_ADDR as u32, "cgroup_sock_addr"),
-        (BPF_PROG_TYPE_CGROUP_SYSCTL as u32, "cgroup_sysctl"),
-        (BPF_PROG_TYPE_CGROUP_SOCKOPT as u32, "cgroup_sockopt"),
-        (BPF_PROG_TYPE_TRACING as u32, "tracing"),
-        (BPF_PROG_TYPE_LSM as u32, "lsm"),
-        (BPF_PROG_TYPE_SK_LOOKUP as u32, "sk_lookup"),
-        (BPF_PROG_TYPE_SYSCALL as u32, "syscall"),
-        (BPF_PROG_TYPE_NETFILTER as u32, "netfilter"),
-    ];
-    NAMES.iter().find(|(v, _)| *v == t).map_or("unknown", |(_, n)| n)
 }
 
 /// Reads one program's kernel info by id. `Ok(None)`: it was unloaded
@@ -76,7 +49,7 @@ pub fn program_by_id(id: u32) -> Result<Option<Program>, SyscallError> {
     Ok(Some(Program {
         id,
         name: info.name,
-        prog_type: prog_type_name(info.prog_type),
+        prog_type: ProgType::from_kernel(info.prog_type),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         btf: truncatable.then_some(info.btf_id),
     }))

@@ -2,6 +2,7 @@
 
 use std::os::fd::BorrowedFd;
 
+use super::ProgType;
 use super::attach_type::{AttachFlags, AttachType};
 use super::sys::{self, SyscallError};
 
@@ -17,9 +18,9 @@ pub struct Support {
 impl Support {
     /// The supported hooks that a program of one of `prog_types` can be
     /// attached to: a hook no loaded program can use has nothing attached.
-    pub fn for_prog_types(&self, prog_types: &std::collections::HashSet<&str>) -> Support {
+    pub fn for_prog_types(&self, prog_types: &std::collections::HashSet<ProgType>) -> Support {
         Support {
-            supported: self.supported.iter().copied().filter(|t| prog_types.contains(t.prog_type())).collect(),
+            supported: self.supported.iter().copied().filter(|t| prog_types.contains(&t.prog_type())).collect(),
             unsupported: self.unsupported.clone(),
         }
     }

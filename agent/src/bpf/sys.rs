@@ -438,10 +438,6 @@ pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
     unsafe { sys_bpf("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }.map(owned_fd)
 }
 
-// SAFETY: KernelLayout is #[repr(C)] and made of u32 only: no padding, every
-// bit pattern valid, so aya may copy it into the program's .rodata.
-unsafe impl aya::Pod for super::iter::KernelLayout {}
-
 /// Returns freed heap pages to the kernel (glibc's `malloc_trim`). aya's
 /// loader parses all of vmlinux BTF (~30 MB of small allocations) and frees
 /// it at once; without this, glibc keeps those pages and the audit's peak RSS

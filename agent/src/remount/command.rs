@@ -9,7 +9,7 @@ use super::plan::{Action, PathState, Plan};
 use super::programs::{self, Detach, Unpin};
 use super::{Outcome, apply, make_plan};
 use crate::cli::{Output, RemountArgs};
-use crate::mounts::cni_mount_owner;
+use crate::owner::Cni;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RemountReport {
@@ -90,14 +90,8 @@ impl RemountReport {
 }
 
 fn restart_hint(path: &std::path::Path, node: &str) -> String {
-    match cni_mount_owner(path) {
-        Some("calico") => format!(
-            "restart the CNI agent on this node so it attaches at the root: kubectl -n calico-system delete pod -l k8s-app=calico-node --field-selector spec.nodeName={node}"
-        ),
-        _ => format!(
-            "restart the CNI agent on this node so it attaches at the root: kubectl -n kube-system delete pod -l k8s-app=cilium --field-selector spec.nodeName={node}"
-        ),
-    }
+    let cni = Cni::from_mount_point(path).unwrap_or(Cni::Cilium);
+    format!("restart the CNI agent on this node so it attaches at the root: {}", cni.restart_command(node))
 }
 
 /// Plans, applies when asked, and reports. `Err`: could not even plan.

@@ -126,8 +126,9 @@ impl NodeLock {
 }
 
 /// How one remediation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Outcome {
     NothingToDo,
     DryRun,
@@ -138,13 +139,7 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::NothingToDo => "nothing_to_do",
-            Outcome::DryRun => "dry_run",
-            Outcome::Done => "done",
-            Outcome::Refused => "refused",
-            Outcome::Failed => "failed",
-        }
+        self.into()
     }
 }
 

@@ -39,8 +39,9 @@ impl std::fmt::Display for PathState {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Action {
     /// The path holds a cgroup2 mount of the reference root already.
     Nothing,
@@ -57,13 +58,7 @@ pub enum Action {
 
 impl Action {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Nothing => "nothing",
-            Action::CreateAndMount => "create_and_mount",
-            Action::Mount => "mount",
-            Action::Replace => "replace",
-            Action::Refuse => "refuse",
-        }
+        self.into()
     }
 
     pub fn changes_something(self) -> bool {

@@ -1,10 +1,8 @@
-//! Records the `iter/cgroup` program writes and the agent reads, and the
-//! kernel struct offsets the agent hands it at load time. Shared by both
-//! sides (the agent includes this file by path), so the layout is one
-//! definition.
+//! Records the `cgroup-iter` program writes and the agent reads, and the
+//! kernel struct offsets the agent hands it at load time.
 
-/// Field offsets and sizes the program needs, read by the agent from
-/// `/sys/kernel/btf/vmlinux` at load time and set as the read-only global
+/// Field offsets and sizes the program needs, read by the agent from the
+/// kernel's BTF at load time and set as the read-only global
 /// `LAYOUT` (frozen, so the verifier sees constants). Nothing is baked in at
 /// build time.
 #[repr(C)]
@@ -81,7 +79,7 @@ pub const CGROUP_RECORD_HEADER: usize = 32 + 8 * MAX_EFFECTIVE;
 /// One program attached directly to the cgroup of the preceding record.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AttachRecord {
+pub struct HookRecord {
     pub kind: u32,
     /// Index in `enum cgroup_bpf_attach_type`.
     pub atype: u32,
@@ -100,3 +98,10 @@ pub const STATUS_DROPPED: u32 = 0;
 /// ... and kernel reads that failed (the agent falls back to the syscall walk).
 pub const STATUS_FAILED: u32 = 1;
 pub const STATUS_SLOTS: u32 = 2;
+
+#[cfg(feature = "user")]
+mod user {
+    // SAFETY: #[repr(C)] and made of u32 only: no padding, every bit pattern
+    // valid, so aya may copy it into the program's read-only global.
+    unsafe impl aya::Pod for super::KernelLayout {}
+}

@@ -12,9 +12,9 @@
 #![no_std]
 #![no_main]
 
-mod event;
 mod runtime;
 
+use agent_common::bpf_calls::*;
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user,
 };
@@ -22,12 +22,11 @@ use aya_ebpf::macros::{map, tracepoint};
 use aya_ebpf::maps::{HashMap, PerCpuArray, RingBuf};
 use aya_ebpf::programs::TracePointContext;
 use aya_log_ebpf::warn;
-use event::*;
 
 /// Calls seen at entry, completed at exit with their result (by pid_tgid:
 /// one bpf() call per thread at a time).
 #[map]
-static PENDING: HashMap<u64, AttachEvent> = HashMap::with_max_entries(4096, 0);
+static PENDING: HashMap<u64, BpfCallRecord> = HashMap::with_max_entries(4096, 0);
 
 #[map]
 static EVENTS: RingBuf = RingBuf::with_byte_size(256 * 1024, 0);
@@ -85,7 +84,7 @@ pub fn bpf_enter(ctx: TracePointContext) -> u32 {
         BPF_LINK_UPDATE => (attr[0], attr[1], ATTACH_TYPE_NONE, attr[2]),
         _ => (attr[0], 0, ATTACH_TYPE_NONE, 0),
     };
-    let event = AttachEvent {
+    let event = BpfCallRecord {
         // SAFETY: helper without preconditions.
         ktime_ns: unsafe { bpf_ktime_get_ns() },
         // SAFETY: helper without preconditions (cgroup v2 id of the caller).
@@ -114,7 +113,7 @@ pub fn bpf_exit(ctx: TracePointContext) -> u32 {
     let _ = PENDING.remove(&pid_tgid);
     // SAFETY: reads within the fixed syscall_trace_exit record.
     event.ret = unsafe { ctx.read_at::<i64>(SYSCALL_RET) }.unwrap_or(0);
-    if EVENTS.output::<AttachEvent>(&event, 0).is_err() {
+    if EVENTS.output::<BpfCallRecord>(&event, 0).is_err() {
         count_lost();
     }
     0

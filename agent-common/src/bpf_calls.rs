@@ -1,6 +1,5 @@
-// The record the tracepoints send to userspace, shared by both sides: the
-// eBPF crate includes it as a module, the agent with `#[path]`, so the layout
-// has one definition. Plain `#[repr(C)]` data with explicit padding.
+//! The record the `bpf-calls` program sends the agent for each bpf(2) call
+//! that changes cgroup attachments.
 
 /// bpf(2) commands that change cgroup attachments.
 pub const BPF_PROG_ATTACH: u32 = 8;
@@ -15,7 +14,7 @@ pub const ATTACH_TYPE_NONE: u32 = u32::MAX;
 /// One attach-changing bpf() call, sent at syscall exit with its result.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct AttachEvent {
+pub struct BpfCallRecord {
     /// `bpf_ktime_get_ns()` at syscall entry (CLOCK_MONOTONIC).
     pub ktime_ns: u64,
     /// The caller's cgroup-v2 id (`bpf_get_current_cgroup_id`).
