@@ -4,8 +4,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::builder::NonEmptyStringValueParser;
+use clap::builder::{NonEmptyStringValueParser, PossibleValue};
 use clap::{Parser, Subcommand, ValueEnum};
+use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
+
+use crate::cgroup::root::{self, RootError};
+use crate::findings::Policy;
+use crate::scan::{ScanOptions, WalkMethod};
 
 /// The shortest `--interval`: shorter would audit without pause.
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -108,7 +113,21 @@ pub enum Command {
     /// Internal: the single-threaded helper `remount` runs to enter the
     /// target's namespaces.
     #[command(name = "__remount-helper", hide = true)]
-    RemountHelper(crate::remount::helper::HelperArgs),
+    RemountHelper(HelperArgs),
+}
+
+/// Arguments of the hidden helper subcommand `remount` runs.
+#[derive(Debug, clap::Args)]
+pub struct HelperArgs {
+    #[arg(long)]
+    pub proc: PathBuf,
+    #[arg(long)]
+    pub target_pid: u32,
+    #[arg(long)]
+    pub path: PathBuf,
+    /// create_and_mount, mount or replace.
+    #[arg(long)]
+    pub action: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -175,17 +194,24 @@ pub struct AuditArgs {
     pub scan: ScanArgs,
 }
 
-/// How the cgroup tree is read (`--walk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum WalkMethod {
-    /// The in-kernel iterator, or the syscall walk when the kernel cannot
-    /// run it (the reason is reported).
-    #[default]
-    Auto,
-    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
-    BpfIter,
-    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
-    Syscalls,
+/// `--walk`'s values (the type is the scan's, which knows no clap).
+impl ValueEnum for WalkMethod {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[WalkMethod::Auto, WalkMethod::BpfIter, WalkMethod::Syscalls]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            WalkMethod::Auto => PossibleValue::new("auto").help(
+                "The in-kernel iterator, or the syscall walk when the kernel cannot run it (the reason is reported)",
+            ),
+            WalkMethod::BpfIter => PossibleValue::new("bpf-iter")
+                .help("The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise"),
+            WalkMethod::Syscalls => {
+                PossibleValue::new("syscalls").help("One directory open and a BPF_PROG_QUERY per hook for every cgroup")
+            }
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -266,4 +292,53 @@ pub struct ScanArgs {
     /// each hook with BPF_PROG_QUERY, as `bpftool cgroup tree` does.
     #[arg(long, value_enum, value_name = "METHOD", default_value_t = WalkMethod::Auto)]
     pub walk: WalkMethod,
+}
+
+/// A flag that names a host path which is not what it must be.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("--proc {0}: not a procfs mount")]
+    NotProcfs(PathBuf),
+    #[error("--proc {path}: {error}")]
+    Proc { path: PathBuf, error: nix::Error },
+    #[error("--cgroup-root {0}")]
+    CgroupRoot(RootError),
+}
+
+impl ScanArgs {
+    /// Checks the flags that name host paths before anything runs: a wrong
+    /// one (not procfs, not a cgroup2 directory) is refused at once (exit 2)
+    /// rather than failing every audit. A `--cgroup-root` that does not
+    /// exist yet is not wrong: the daemon may start before the hierarchy
+    /// below it is made, and stays unready until it is (the one-shot audit
+    /// then says it is missing).
+    pub fn validate(&self) -> Result<(), FlagError> {
+        match statfs(&self.proc) {
+            Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => {}
+            Ok(_) => return Err(FlagError::NotProcfs(self.proc.clone())),
+            Err(error) => return Err(FlagError::Proc { path: self.proc.clone(), error }),
+        }
+        if let Some(dir) = &self.cgroup_root {
+            match root::open_cgroup_dir(dir) {
+                Ok(_) | Err(RootError::NotFound { .. }) => {}
+                Err(e) => return Err(FlagError::CgroupRoot(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// What the scan is to read.
+    pub fn options(&self) -> ScanOptions {
+        ScanOptions {
+            cgroup_root: self.cgroup_root.clone(),
+            node_name: self.node_name.clone(),
+            walk: self.walk,
+            ..ScanOptions::node(self.proc.clone())
+        }
+    }
+
+    /// How findings are judged.
+    pub fn policy(&self) -> Policy {
+        Policy { allow: self.allow.clone() }
+    }
 }

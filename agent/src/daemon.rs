@@ -20,9 +20,8 @@ use axum::routing::get;
 use rand::Rng;
 use tokio::sync::{mpsc, watch};
 
-use crate::audit::{check_scan_args, scan_options};
-use crate::cli::{LogFormat, Remediate, RunArgs};
-use crate::findings::{Kind, Policy};
+use crate::cli::{Remediate, RunArgs};
+use crate::findings::Kind;
 use crate::metrics::{Metrics, Trigger};
 use crate::remount::{self, Outcome, plan::Action};
 use crate::report::Report;
@@ -62,18 +61,6 @@ impl State {
     }
 }
 
-/// Logs to stderr, filtered by RUST_LOG (default info).
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Text => builder.init(),
-    }
-}
-
 fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(rand::rng().random_range(0.9..1.1))
 }
@@ -82,35 +69,9 @@ fn unix_now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-/// `agent run`. Returns the process exit code.
-pub fn main(args: &RunArgs) -> u8 {
-    init_logging(args.log_format);
-    if let Err(e) = check_scan_args(&args.scan) {
-        tracing::error!("{e:#}");
-        return 2;
-    }
-    // NB: must run while this process has one thread (setns/unshare rule).
-    let tracefs = if args.no_tracing {
-        Err("disabled by --no-tracing".to_owned())
-    } else {
-        trace::prepare_tracefs().map_err(|e| e.to_string())
-    };
-    let rt =
-        match tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("cgaudit").enable_all().build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                tracing::error!("cannot start the runtime: {e}");
-                return 2;
-            }
-        };
-    let code = rt.block_on(serve(args, tracefs));
-    // An audit still walking on the blocking pool is abandoned, not awaited.
-    rt.shutdown_timeout(Duration::from_millis(200));
-    code
-}
-
-async fn serve(args: &RunArgs, tracefs: Result<(), String>) -> u8 {
+/// Serves until SIGTERM or SIGINT; returns the exit code. `tracefs` says
+/// whether `cmd::run` could make tracefs visible before threads started.
+pub async fn serve(args: &RunArgs, tracefs: Result<(), String>) -> u8 {
     let listener = match tokio::net::TcpListener::bind(args.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -234,12 +195,12 @@ async fn remediate(
     if args.remediate == Remediate::Off {
         return;
     }
+    // Only the CNIs' own mounts: the finding names the CNI that owns one.
     let paths: Vec<String> = report
         .findings
         .iter()
-        .filter(|f| f.kind == Kind::CgroupMountNotRoot)
+        .filter(|f| f.kind == Kind::CgroupMountNotRoot && f.owner.is_some_and(|o| o.is_cni()))
         .filter_map(|f| f.mount_point.clone())
-        .filter(|p| crate::owner::Cni::from_mount_point(std::path::Path::new(p)).is_some())
         .collect();
     for path in paths {
         if last.get(&path).is_some_and(|t| t.elapsed() < REMEDIATION_EVERY) {
@@ -281,14 +242,14 @@ async fn audit_loop(
     mut wake: mpsc::UnboundedReceiver<()>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let policy = Policy { allow: args.scan.allow.clone() };
+    let policy = args.scan.policy();
     let mut trigger = Trigger::Startup;
-    let mut last_summary = String::new();
+    let mut last_verdict = None;
     let mut remediated = std::collections::HashMap::new();
     let mut last_fallback: Option<String> = None;
     loop {
         let events = state.events();
-        let mut opts = scan_options(&args.scan);
+        let mut opts = args.scan.options();
         opts.name_cgroups = events.iter().map(|e| e.caller_cgroup_id).collect();
         let policy = policy.clone();
         let started = Instant::now();
@@ -304,12 +265,12 @@ async fn audit_loop(
             Ok(Ok(report)) => {
                 state.metrics.audit_done(trigger, seconds, &report, unix_now());
                 let summary = report.summary();
-                if summary.split(" | ").next() != last_summary.split(" | ").next() {
+                if last_verdict != Some(report.verdict()) {
                     tracing::info!(trigger = trigger.as_str(), findings = report.findings.len(), "{summary}");
                 } else {
                     tracing::debug!(trigger = trigger.as_str(), "{summary}");
                 }
-                last_summary = summary;
+                last_verdict = Some(report.verdict());
                 if report.walk.fallback_reason != last_fallback {
                     if let Some(reason) = &report.walk.fallback_reason {
                         tracing::warn!(reason = %reason, "reading cgroups by syscalls: the in-kernel walk is unavailable");

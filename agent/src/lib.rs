@@ -2,15 +2,17 @@
 //!
 //! The scan (`scan`) reads the kernel into a plain `Snapshot`; rules
 //! (`findings`), attribution and reporting are pure functions of it. All
-//! `unsafe` lives in `bpf::sys`.
+//! `unsafe` lives in `bpf::sys`. `cmd` holds one module per subcommand,
+//! `cli` the flags they take.
 
 pub mod attribution;
-pub mod audit;
 pub mod bpf;
 pub mod cgroup;
 pub mod cli;
+pub mod cmd;
 pub mod daemon;
 pub mod findings;
+pub mod logging;
 pub mod metrics;
 pub mod mounts;
 pub mod owner;

@@ -207,7 +207,7 @@ impl Metrics {
         if !report.errors.is_empty() {
             self.audit_errors.with_label_values(&["cgroup_unreadable"]).inc();
         }
-        let complete = report.root_kind != crate::cgroup::RootKind::Namespaced;
+        let complete = report.view_complete();
         if !complete {
             self.audit_errors.with_label_values(&["namespaced_view"]).inc();
         }

@@ -39,6 +39,14 @@ pub enum Status {
     Incomplete,
 }
 
+/// The audit's verdict: status and how many findings, how many critical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub status: Status,
+    pub findings: usize,
+    pub critical: usize,
+}
+
 /// How the tree was read (`--walk`).
 #[derive(Debug, Clone, Serialize)]
 pub struct WalkOut {
@@ -121,6 +129,20 @@ impl Report {
         }
     }
 
+    /// What the summary line leads with: a change of it is news.
+    pub fn verdict(&self) -> Verdict {
+        Verdict {
+            status: self.status,
+            findings: self.findings.len(),
+            critical: self.findings.iter().filter(|f| f.severity == Severity::Critical).count(),
+        }
+    }
+
+    /// The audit saw the real root (not only a namespaced view).
+    pub fn view_complete(&self) -> bool {
+        self.root_kind != RootKind::Namespaced
+    }
+
     /// node-problem-detector's plugin contract: 0 OK, 1 problem, 2 unknown.
     pub fn exit_code(&self) -> u8 {
         match self.status {
@@ -152,10 +174,10 @@ impl Report {
 
     /// The first line: what a person or an NPD message needs at a glance.
     pub fn summary(&self) -> String {
-        let crit = self.findings.iter().filter(|f| f.severity == Severity::Critical).count();
+        let v = self.verdict();
         let verdict = match self.status {
             Status::Ok => "OK: no misplaced socket-LB programs".to_owned(),
-            Status::Problem => format!("PROBLEM: {} finding(s), {crit} critical", self.findings.len()),
+            Status::Problem => format!("PROBLEM: {} finding(s), {} critical", v.findings, v.critical),
             Status::Incomplete => {
                 "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned()
             }

@@ -8,27 +8,14 @@
 //! before `setns`. The caller waits for it and verifies the result itself.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sched::{CloneFlags, setns};
 
 use super::plan::Action;
-
-/// Arguments of the hidden helper subcommand.
-#[derive(Debug, clap::Args)]
-pub struct HelperArgs {
-    #[arg(long)]
-    pub proc: PathBuf,
-    #[arg(long)]
-    pub target_pid: u32,
-    #[arg(long)]
-    pub path: PathBuf,
-    /// create_and_mount, mount or replace.
-    #[arg(long)]
-    pub action: String,
-}
+use crate::cli::HelperArgs;
 
 fn enter(proc: &Path, pid: u32, ns: &str, flag: CloneFlags) -> Result<(), String> {
     let p = proc.join(format!("{pid}/ns/{ns}"));

@@ -11,7 +11,6 @@
 //! 4. optionally detach CNI-owned programs left below the root and remove
 //!    Cilium's stale link pins (`programs.rs`).
 
-pub mod command;
 pub mod helper;
 pub mod plan;
 pub mod programs;

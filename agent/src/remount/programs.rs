@@ -2,7 +2,6 @@
 //! bring them back: found, and (only with --apply) removed. Only CNI-owned
 //! socket-LB programs are ever touched.
 
-use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs;
 use std::os::fd::AsFd;
@@ -36,14 +35,7 @@ pub struct Detach {
 /// CNI-owned socket-LB programs attached below the root, from a fresh audit
 /// of the whole node. Returns the hierarchy root's path too.
 pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach>), String> {
-    let opts = ScanOptions {
-        proc: proc.to_owned(),
-        cgroup_root: None,
-        node_name: None,
-        name_cgroups: HashSet::new(),
-        walk: Default::default(),
-    };
-    let snap = scan::scan(&opts).map_err(|e| format!("auditing the node: {e:#}"))?;
+    let snap = scan::scan(&ScanOptions::node(proc.to_owned())).map_err(|e| format!("auditing the node: {e:#}"))?;
     let policy = Policy { allow: allow.to_vec() };
     let found = findings::evaluate(&snap, &policy)
         .into_iter()

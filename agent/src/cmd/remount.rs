@@ -5,11 +5,12 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use super::plan::{Action, PathState, Plan};
-use super::programs::{self, Detach, Unpin};
-use super::{Outcome, apply, make_plan};
+use super::EXIT_UNKNOWN;
 use crate::cli::{Output, RemountArgs};
 use crate::owner::Cni;
+use crate::remount::plan::{Action, PathState, Plan};
+use crate::remount::programs::{self, Detach, Unpin};
+use crate::remount::{Outcome, apply, make_plan};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RemountReport {
@@ -157,7 +158,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
     }
     let acted = report.plan.action.changes_something() || !report.detach.is_empty() || !report.unpin.is_empty();
     if acted {
-        let node = crate::scan::node_name(args.node_name.as_deref());
+        let node = crate::scan::host::node_name(args.node_name.as_deref());
         let restart = restart_hint(&args.path, &node);
         report.next_step = Some(if args.apply { restart } else { format!("run again with --apply, then {restart}") });
     }
@@ -166,12 +167,12 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
 
 /// `agent remount`: prints the report and returns the exit code.
 pub fn main(args: &RemountArgs) -> u8 {
-    crate::daemon::init_logging(crate::cli::LogFormat::Text);
+    crate::logging::init(crate::cli::LogFormat::Text);
     let report = match remount(args) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("agent remount: error: {e}");
-            return 2;
+            return EXIT_UNKNOWN;
         }
     };
     let text = match args.output {

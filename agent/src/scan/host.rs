@@ -1,0 +1,145 @@
+//! What the scan reads from the host besides the cgroup tree: procfs (the
+//! processes in a cgroup, CNI agents and their cgroup namespaces, PID 1's
+//! mounts), the node's name and kernel, and the auditor's capabilities.
+
+use std::fs;
+use std::io::Read;
+use std::os::fd::BorrowedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use nix::fcntl::{OFlag, openat};
+use nix::sys::stat::Mode;
+
+use super::AuditError;
+use crate::cgroup::root::{self, ROOT_CGROUP_ID};
+use crate::cgroup::{AuditRoot, RootKind};
+use crate::owner::Cni;
+use crate::snapshot::{CgroupMount, CniProcess, MountTop, ProcessRef, ScanError};
+
+const CAP_SYS_ADMIN: u32 = 21;
+
+pub fn check_capabilities() -> Result<(), AuditError> {
+    let capeff = procfs::process::Process::myself().and_then(|p| p.status()).map(|s| s.capeff).unwrap_or(u64::MAX);
+    if capeff & (1 << CAP_SYS_ADMIN) == 0 {
+        return Err(AuditError::MissingCapability {
+            cap: "CAP_SYS_ADMIN",
+            why: "reading BPF program and link info (BPF_PROG_GET_FD_BY_ID, BPF_LINK_GET_NEXT_ID) requires it; run as root or grant it",
+        });
+    }
+    Ok(())
+}
+
+/// The node's name: the one given (flag or $NODE_NAME) unless empty, else
+/// the hostname.
+pub fn node_name(given: Option<&str>) -> String {
+    given
+        .filter(|n| !n.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_owned()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+/// The pids in a cgroup and their command names.
+pub fn processes(cgroup: BorrowedFd<'_>, proc: &Path) -> Vec<ProcessRef> {
+    let Ok(fd) = openat(cgroup, "cgroup.procs", OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
+        return Vec::new();
+    };
+    let mut text = String::new();
+    if fs::File::from(fd).read_to_string(&mut text).is_err() {
+        return Vec::new();
+    }
+    text.lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .map(|pid| {
+            let comm = fs::read_to_string(proc.join(pid.to_string()).join("comm")).map(|s| s.trim().to_owned());
+            ProcessRef { pid, comm: comm.unwrap_or_default() }
+        })
+        .collect()
+}
+
+/// The cgroup-v2 path of a process, from `/proc/<pid>/cgroup`.
+fn proc_cgroup(proc: &Path, pid: &str) -> Option<String> {
+    let text = fs::read_to_string(proc.join(pid).join("cgroup")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_owned)
+}
+
+pub fn ns_inode(path: &Path) -> Option<u64> {
+    fs::metadata(path).ok().map(|m| m.ino())
+}
+
+/// The running CNI agents (by command name) and their cgroup namespaces.
+pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
+    let mut out = Vec::new();
+    let entries = match fs::read_dir(proc) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(ScanError { op: "readdir".into(), path: proc.display().to_string(), message: e.to_string() });
+            return out;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
+        let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else { continue };
+        let comm = comm.trim();
+        let Some(cni) = Cni::from_agent_comm(comm) else { continue };
+        // NB: the process may exit between reads; skip it then.
+        let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else {
+            continue;
+        };
+        out.push(CniProcess { pid: pid.parse().unwrap_or(0), cni, comm: comm.to_owned(), cgroupns: ns, cgroup });
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Whether the auditor's own cgroup namespace is the initial one: its own
+/// cgroup2 mount shows root `/` and its top is the hierarchy root. Only then
+/// is mountinfo's field 4 an absolute hierarchy path.
+fn in_initial_cgroupns() -> bool {
+    let Ok(own) = root::read_mountinfo(Path::new("/proc/self/mountinfo")) else { return false };
+    own.iter()
+        .filter(|m| m.is_cgroup2() && m.root == "/")
+        .any(|m| fs::metadata(&m.mount_point).map(|md| md.ino() == ROOT_CGROUP_ID).unwrap_or(false))
+}
+
+/// cgroup2 mounts in PID 1's mount namespace and the id of each one's top.
+pub fn pid1_cgroup_mounts(proc: &Path, audit_root: &AuditRoot, errors: &mut Vec<ScanError>) -> Vec<CgroupMount> {
+    let path = proc.join("1/mountinfo");
+    let mounts = match root::read_mountinfo(&path) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(ScanError { op: "read".into(), path: path.display().to_string(), message: e.to_string() });
+            return Vec::new();
+        }
+    };
+    let textual_ok = audit_root.kind == RootKind::Hierarchy && in_initial_cgroupns();
+    mounts
+        .into_iter()
+        .filter(|m| m.is_cgroup2())
+        .map(|m| {
+            let top = match root::mount_top_id(proc, &m) {
+                Ok(id) => MountTop::Known { cgroup_id: id, cgroup: None },
+                Err(e) if textual_ok && !m.root.starts_with("/..") => {
+                    // PID 1's mount namespace is closed to us, but we read
+                    // from the initial cgroupns: field 4 is a real path.
+                    let p = audit_root.path.join(m.root.trim_start_matches('/'));
+                    match fs::metadata(&p) {
+                        Ok(md) => MountTop::Known { cgroup_id: md.ino(), cgroup: None },
+                        Err(e2) => MountTop::Unknown { reason: format!("{e}; {}: {e2}", p.display()) },
+                    }
+                }
+                Err(e) => MountTop::Unknown {
+                    reason: format!("{}: {e}", root::in_root_of(proc, 1, &m.mount_point).display()),
+                },
+            };
+            CgroupMount { mount_point: m.mount_point, mountinfo_root: m.root, top }
+        })
+        .collect()
+}

@@ -1,0 +1,225 @@
+//! The scan: everything the audit reads from the kernel and procfs, gathered
+//! into one `Snapshot`. Nothing here changes host state.
+//!
+//! `host` reads procfs and the host's identity, `visit` the cgroup tree
+//! (both walks); `scan` runs them and resolves what they found (program
+//! names, links, mount tops).
+
+pub mod host;
+pub mod visit;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use crate::bpf::ProgType;
+use crate::bpf::iter::{IterError, Walker};
+use crate::bpf::programs;
+use crate::bpf::query::{self, Support};
+use crate::bpf::sys::SyscallError;
+use crate::cgroup::root;
+use crate::cgroup::walk::{self, WalkError};
+
+impl From<&WalkError> for ScanError {
+    fn from(e: &WalkError) -> ScanError {
+        ScanError { op: e.op.clone(), path: e.cgroup.clone(), message: e.error.clone() }
+    }
+}
+use crate::cgroup::{AuditRoot, RootError};
+use crate::snapshot::*;
+use visit::{Found, WalkContext};
+
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// The procfs whose PID 1 is the node's init (`/proc` with hostPID).
+    pub proc: PathBuf,
+    /// Audit this directory instead of discovering the hierarchy root.
+    pub cgroup_root: Option<PathBuf>,
+    pub node_name: Option<String>,
+    /// cgroup ids whose paths the snapshot should carry (event callers).
+    pub name_cgroups: HashSet<u64>,
+    pub walk: WalkMethod,
+}
+
+impl ScanOptions {
+    /// The whole node as PID 1 of `proc` sees it, with the default walk.
+    pub fn node(proc: PathBuf) -> ScanOptions {
+        ScanOptions {
+            proc,
+            cgroup_root: None,
+            node_name: None,
+            name_cgroups: HashSet::new(),
+            walk: WalkMethod::default(),
+        }
+    }
+}
+
+/// How the cgroup tree is read (`--walk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalkMethod {
+    /// The in-kernel iterator, or the syscall walk when the kernel cannot
+    /// run it (the reason is reported).
+    #[default]
+    Auto,
+    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
+    BpfIter,
+    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
+    Syscalls,
+}
+
+/// Why an audit could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("missing capability {cap}: {why}")]
+    MissingCapability { cap: &'static str, why: &'static str },
+    #[error(transparent)]
+    Root(#[from] RootError),
+    #[error("--cgroup-root {0}")]
+    CgroupRoot(RootError),
+    #[error("--walk bpf-iter: {0}")]
+    Iter(IterError),
+    #[error("{path}: {error}{hint}")]
+    Bpf { path: String, error: SyscallError, hint: &'static str },
+}
+
+fn bpf_error(path: impl Into<String>, source: SyscallError) -> AuditError {
+    let hint = if source.errno() == Some(libc::EPERM) {
+        " (needs CAP_SYS_ADMIN, or CAP_NET_ADMIN for queries, in the initial user namespace)"
+    } else {
+        ""
+    };
+    AuditError::Bpf { path: path.into(), error: source, hint }
+}
+
+/// The walk by syscalls: directories opened one by one, each hook queried.
+fn syscall_walk(
+    root_fd: OwnedFd,
+    audit_root: &AuditRoot,
+    support: &Support,
+    ctx: &WalkContext<'_>,
+) -> Result<(Found, walk::WalkStats, u64, BTreeMap<u32, programs::Program>), AuditError> {
+    // Only hooks that a loaded program's type can use are queried: a hook no
+    // loaded program fits has nothing attached. NB: a program loaded after
+    // this enumeration may be attached mid-walk to a hook skipped here; being
+    // attached, it is still loaded when programs are enumerated again after
+    // the walk, and the hooks its type opens are then walked too.
+    let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+    let types_before: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
+    let walked = support.for_prog_types(&types_before);
+    let rewalk_fd = root_fd
+        .try_clone()
+        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), error: e }))?;
+    let (mut found, mut stats) = visit::walk_cgroups(root_fd, &walked, ctx);
+    let mut vanished = stats.vanished;
+    programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
+    let types_after: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
+    let extra = support.for_prog_types(&types_after).minus(&walked);
+    if !extra.supported.is_empty() {
+        let (more, more_stats) = visit::walk_cgroups(rewalk_fd, &extra, ctx);
+        vanished += more_stats.vanished;
+        found.merge(more);
+        stats.errors.extend(more_stats.errors);
+    }
+    Ok((found, stats, vanished, programs))
+}
+
+/// Scans the node. `Err` only when the audit cannot run at all.
+pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
+    host::check_capabilities()?;
+    let (audit_root, root_fd) = match &opts.cgroup_root {
+        Some(dir) => root::given(dir).map_err(AuditError::CgroupRoot)?,
+        None => root::discover(&opts.proc)?,
+    };
+    let root_path = audit_root.path.display().to_string();
+    let support: Support = query::probe(root_fd.as_fd()).map_err(|e| bpf_error(&root_path, e))?;
+
+    let mut errors = Vec::new();
+    let mut mounts = host::pid1_cgroup_mounts(&opts.proc, &audit_root, &mut errors);
+    let wanted: HashSet<u64> = mounts
+        .iter()
+        .filter_map(|m| match m.top {
+            MountTop::Known { cgroup_id, .. } => Some(cgroup_id),
+            MountTop::Unknown { .. } => None,
+        })
+        .chain(opts.name_cgroups.iter().copied())
+        .collect();
+
+    let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
+    let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
+    let iterated = match opts.walk {
+        WalkMethod::Syscalls => None,
+        WalkMethod::Auto | WalkMethod::BpfIter => {
+            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &support, &ctx)).and_then(|r| r) {
+                Ok(done) => Some(done),
+                Err(e) if opts.walk == WalkMethod::BpfIter => return Err(AuditError::Iter(e)),
+                Err(e) => {
+                    walk_info.fallback = Some(e.to_string());
+                    None
+                }
+            }
+        }
+    };
+    let (found, stats, vanished, mut programs) = match iterated {
+        Some((found, stats, iter_stats)) => {
+            walk_info.method = WalkUsed::BpfIter;
+            walk_info.passes = iter_stats.passes;
+            // Enumerated after the pass, whose own program is gone by now.
+            let programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
+            (found, stats, 0, programs)
+        }
+        None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
+    };
+    let Found { mut attachments, mut pods, processes: processes_by_cgroup, paths: paths_of_interest } = found;
+    errors.extend(stats.errors.iter().map(ScanError::from));
+    // One order whatever the walk: by cgroup, then hook; a hook's programs
+    // keep the kernel's order (the stable sort), which is their run order.
+    attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
+    pods.sort_by(|a, b| a.cgroup.cmp(&b.cgroup));
+
+    for m in &mut mounts {
+        if let MountTop::Known { cgroup_id, cgroup } = &mut m.top {
+            *cgroup = paths_of_interest.get(cgroup_id).cloned();
+        }
+    }
+
+    // Full names only where the audit shows them: attached programs, and
+    // socket programs (the CNI candidates that rules classify by name).
+    let named: BTreeSet<u32> = attachments
+        .iter()
+        .map(|a| a.prog_id)
+        .chain(programs.values().filter(|p| p.prog_type.is_socket()).map(|p| p.id))
+        .collect();
+    programs::resolve_full_names(&mut programs, named);
+    let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
+    let by_target: HashMap<(u64, u32, u32), u32> =
+        cgroup_links.iter().map(|l| ((l.cgroup_id, l.attach_type, l.prog_id), l.link_id)).collect();
+    for a in &mut attachments {
+        a.link_id = by_target.get(&(a.cgroup_id, a.attach_type.kernel_value(), a.prog_id)).copied();
+    }
+
+    let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
+    let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
+    let cni_processes = host::cni_processes(&opts.proc, &mut errors);
+
+    Ok(Snapshot {
+        node: host::node_name(opts.node_name.as_deref()),
+        kernel: host::kernel_release(),
+        root: audit_root,
+        cgroups_scanned: stats.scanned,
+        cgroups_vanished: vanished,
+        walk: walk_info,
+        unsupported_attach_types: support.unsupported,
+        attachments,
+        programs,
+        cgroup_links,
+        pods,
+        mounts,
+        cni_processes,
+        reference_cgroupns,
+        reference_ns_is_pid1: pid1_ns.is_some(),
+        processes: processes_by_cgroup,
+        cgroup_paths: paths_of_interest.into_iter().collect(),
+        events: Vec::new(),
+        errors,
+    })
+}

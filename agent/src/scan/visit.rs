@@ -1,0 +1,363 @@
+//! The two ways of reading the tree (one in-kernel pass of the cgroup
+//! iterator; a directory walk with `BPF_PROG_QUERY` per hook) report each
+//! cgroup the same way: its path, id and own attachments, plus a handle
+//! that reaches the cgroup for what the walk did not bring (effective
+//! programs, processes). `Found::visit` turns that into the snapshot's
+//! attachments, pods and processes, once for both walks (and for the
+//! daemon's re-reads of one cgroup).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+
+use nix::fcntl::{OFlag, openat};
+use nix::sys::stat::Mode;
+
+use super::host;
+use crate::attribution;
+use crate::bpf::iter::{IterCgroup, IterError, Walker};
+use crate::bpf::query::{self, Support};
+use crate::bpf::sys::SyscallError;
+use crate::bpf::{AttachFlags, AttachType};
+use crate::cgroup::walk::{self, Visit, WalkError, WalkStats};
+use crate::snapshot::{Attachment, PodCgroup, ProcessRef};
+
+/// What one walk needs besides the tree.
+pub struct WalkContext<'a> {
+    pub root_id: u64,
+    /// cgroup ids whose paths are recorded (mount tops, event callers).
+    pub wanted: &'a HashSet<u64>,
+    pub proc: &'a Path,
+}
+
+/// A failure reading one cgroup.
+#[derive(Debug)]
+pub struct VisitError {
+    pub op: &'static str,
+    pub error: String,
+    /// The cgroup was removed meanwhile (ENOENT): counted, not an error.
+    pub gone: bool,
+}
+
+impl VisitError {
+    fn syscall(op: &'static str, e: &SyscallError) -> VisitError {
+        VisitError { op, error: e.to_string(), gone: e.errno() == Some(libc::ENOENT) }
+    }
+
+    fn at(self, cgroup: &str) -> WalkError {
+        WalkError { cgroup: cgroup.to_owned(), op: self.op.to_owned(), error: self.error }
+    }
+}
+
+/// How a visit reaches a cgroup for what its walk did not bring.
+pub trait CgroupAccess {
+    /// Program ids in effect for sockets of this cgroup on hook `t`.
+    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError>;
+    /// The processes in the cgroup (none when it is gone).
+    fn processes(&self, proc: &Path) -> Vec<ProcessRef>;
+}
+
+/// A cgroup the walk holds open.
+pub struct OpenCgroup<'a>(pub BorrowedFd<'a>);
+
+impl CgroupAccess for OpenCgroup<'_> {
+    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError> {
+        query::effective(self.0, t).map_err(|e| VisitError::syscall("query effective", &e))
+    }
+
+    fn processes(&self, proc: &Path) -> Vec<ProcessRef> {
+        host::processes(self.0, proc)
+    }
+}
+
+/// A cgroup the in-kernel pass reported: effective connect programs from
+/// its record when they fitted, else the cgroup is opened (relative to the
+/// root) and asked.
+struct IteratedCgroup<'a> {
+    root: BorrowedFd<'a>,
+    path: &'a str,
+    /// connect4, connect6 as the record carried them.
+    effective: &'a [Option<Vec<u32>>; 2],
+}
+
+impl IteratedCgroup<'_> {
+    fn open(&self) -> nix::Result<OwnedFd> {
+        let rel = self.path.trim_start_matches('/');
+        let rel = if rel.is_empty() { "." } else { rel };
+        openat(self.root, rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+    }
+}
+
+impl CgroupAccess for IteratedCgroup<'_> {
+    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError> {
+        let carried = match t.name() {
+            "connect4" => &self.effective[0],
+            "connect6" => &self.effective[1],
+            _ => &None,
+        };
+        if let Some(ids) = carried {
+            return Ok(ids.clone());
+        }
+        // More than the record carries: ask the kernel.
+        let fd = self.open().map_err(|e| VisitError {
+            op: "query effective",
+            error: e.to_string(),
+            gone: e == nix::Error::ENOENT,
+        })?;
+        OpenCgroup(fd.as_fd()).effective(t)
+    }
+
+    fn processes(&self, proc: &Path) -> Vec<ProcessRef> {
+        // Not found: removed since the pass, with nobody left to name.
+        self.open().map(|fd| host::processes(fd.as_fd(), proc)).unwrap_or_default()
+    }
+}
+
+/// What a walk collects.
+#[derive(Default)]
+pub struct Found {
+    pub attachments: Vec<Attachment>,
+    pub pods: Vec<PodCgroup>,
+    pub processes: BTreeMap<String, Vec<ProcessRef>>,
+    pub paths: HashMap<u64, String>,
+}
+
+impl Found {
+    /// Adds what a second walk (over other hooks) found.
+    pub fn merge(&mut self, more: Found) {
+        self.attachments.extend(more.attachments);
+        for pod in more.pods {
+            match self.pods.iter_mut().find(|p| p.cgroup == pod.cgroup) {
+                Some(p) => p.effective_connect.extend(pod.effective_connect),
+                None => self.pods.push(pod),
+            }
+        }
+        for (cgroup, procs) in more.processes {
+            self.processes.entry(cgroup).or_insert(procs);
+        }
+        self.paths.extend(more.paths);
+    }
+
+    /// Records one cgroup: its own attachments; for a pod's own cgroup, the
+    /// connect programs in effect for it (of the `connect` hooks walked);
+    /// for a cgroup below the root holding socket-LB programs, its
+    /// processes; its path when the walk was asked to name it. On `Err`
+    /// nothing of it was recorded.
+    pub fn visit(
+        &mut self,
+        ctx: &WalkContext<'_>,
+        connect: &[AttachType],
+        path: &str,
+        id: u64,
+        attached: &[query::Attached],
+        access: &impl CgroupAccess,
+    ) -> Result<(), VisitError> {
+        // Pods only matter when a connect hook is walked (their effective
+        // programs); skip parsing the path otherwise.
+        if !connect.is_empty() {
+            let attribution = attribution::attribute(path);
+            if attribution.is_pod_level() {
+                let mut effective = Vec::new();
+                for &t in connect {
+                    effective.extend(access.effective(t)?);
+                }
+                self.pods.push(PodCgroup {
+                    cgroup: path.to_owned(),
+                    pod_uid: attribution.pod_uid.unwrap_or_default(),
+                    effective_connect: effective,
+                });
+            }
+        }
+        if id != ctx.root_id && attached.iter().any(|a| a.attach_type.is_socket_lb()) {
+            self.processes.insert(path.to_owned(), access.processes(ctx.proc));
+        }
+        if ctx.wanted.contains(&id) {
+            self.paths.insert(id, path.to_owned());
+        }
+        self.attachments.extend(attached.iter().map(|a| Attachment {
+            cgroup: path.to_owned(),
+            cgroup_id: id,
+            attach_type: a.attach_type,
+            attach_flags: a.flags,
+            prog_id: a.prog_id,
+            link_id: None,
+        }));
+        Ok(())
+    }
+}
+
+/// The connect hooks among those walked: pods are judged by them.
+fn connect_hooks(support: &Support) -> Vec<AttachType> {
+    support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect()
+}
+
+/// Walks every cgroup below `root` by syscalls, querying the hooks in
+/// `support`.
+pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Found, WalkStats) {
+    let mut found = Found::default();
+    let connect = connect_hooks(support);
+    let mut raw = Vec::new();
+    let stats = walk::walk(root, ctx.root_id, |path, id, fd| {
+        raw.clear();
+        let read = query::attached(fd, support, &mut raw)
+            .map_err(|e| VisitError::syscall("query", &e))
+            .and_then(|()| found.visit(ctx, &connect, path, id, &raw, &OpenCgroup(fd)));
+        match read {
+            Ok(()) => Ok(Visit::Done),
+            Err(e) if e.gone => Ok(Visit::Vanished),
+            Err(e) => Err(e.at(path)),
+        }
+    });
+    (found, stats)
+}
+
+/// The same as `walk_cgroups`, from one pass of the in-kernel iterator: the
+/// iterator reports every hook's list, so no hook is skipped and no program
+/// loaded mid-walk can be missed; the tree is read under `cgroup_mutex`, so
+/// nothing vanishes half-read.
+pub fn iter_cgroups(
+    walker: &Walker,
+    root: BorrowedFd<'_>,
+    support: &Support,
+    ctx: &WalkContext<'_>,
+) -> Result<(Found, WalkStats, crate::bpf::iter::IterStats), IterError> {
+    let mut found = Found::default();
+    let mut stats = WalkStats::default();
+    let connect = connect_hooks(support);
+    // (cgroup id, length of its path): the ancestors of the cgroup being
+    // visited, since records come in pre-order.
+    let mut stack: Vec<(u64, usize)> = Vec::new();
+    let mut path = String::new();
+    let mut raw = Vec::new();
+    let hooks = &walker.kernel().hooks;
+    let iter_stats = walker.walk(root, |c: IterCgroup| {
+        if stack.is_empty() {
+            path.clear();
+        } else {
+            while stack.last().is_some_and(|&(id, _)| id != c.parent_id) {
+                stack.pop();
+            }
+            let Some(&(_, parent_len)) = stack.last() else {
+                stats.errors.push(WalkError {
+                    cgroup: c.name.clone(),
+                    op: "bpf_iter".into(),
+                    error: format!("cgroup {} came before its parent {}", c.id, c.parent_id),
+                });
+                return;
+            };
+            path.truncate(parent_len);
+            path.push('/');
+            path.push_str(&c.name);
+        }
+        stack.push((c.id, path.len()));
+        let shown = if path.is_empty() { "/" } else { path.as_str() };
+        stats.scanned += 1;
+
+        raw.clear();
+        for p in &c.programs {
+            match hooks.get(p.atype as usize).and_then(|h| h.1) {
+                Some(t) => raw.push(query::Attached {
+                    attach_type: t,
+                    flags: AttachFlags::from_kernel(p.flags),
+                    prog_id: p.prog_id,
+                }),
+                None => stats.errors.push(WalkError {
+                    cgroup: shown.to_owned(),
+                    op: "bpf_iter".into(),
+                    error: format!(
+                        "program {} on hook {} ({}), which this agent does not know",
+                        p.prog_id,
+                        p.atype,
+                        hooks.get(p.atype as usize).map(|h| h.0.as_str()).unwrap_or("?")
+                    ),
+                }),
+            }
+        }
+        let access = IteratedCgroup { root, path: shown, effective: &c.effective };
+        if let Err(e) = found.visit(ctx, &connect, shown, c.id, &raw, &access) {
+            // The pass saw this cgroup's attachments whole; only what was
+            // asked of it afterwards failed. Keep them, judge no pod by it.
+            stats.errors.push(e.at(shown));
+            let _ = found.visit(ctx, &[], shown, c.id, &raw, &access);
+        }
+    })?;
+    Ok((found, stats, iter_stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::AttachFlags;
+
+    fn att(cgroup: &str, hook: &str, prog_id: u32) -> Attachment {
+        Attachment {
+            cgroup: cgroup.into(),
+            cgroup_id: 7,
+            attach_type: AttachType::from_name(hook).unwrap(),
+            attach_flags: AttachFlags::Multi,
+            prog_id,
+            link_id: None,
+        }
+    }
+
+    #[test]
+    fn a_second_walk_over_new_hooks_adds_to_the_first() {
+        let pod =
+            |eff: Vec<u32>| PodCgroup { cgroup: "/kubepods/podx".into(), pod_uid: "x".into(), effective_connect: eff };
+        let mut first =
+            Found { attachments: vec![att("/a", "device", 1)], pods: vec![pod(vec![])], ..Found::default() };
+        first.paths.insert(3, "/m".into());
+        let mut more =
+            Found { attachments: vec![att("/a", "connect4", 2)], pods: vec![pod(vec![2])], ..Found::default() };
+        more.processes.insert("/a".into(), vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }]);
+        more.paths.insert(4, "/n".into());
+        first.merge(more);
+        assert_eq!(first.attachments.len(), 2);
+        assert_eq!(first.pods.len(), 1, "the same pod is not counted twice");
+        assert_eq!(first.pods[0].effective_connect, vec![2], "its effective programs from the new hooks are added");
+        assert_eq!(first.processes["/a"][0].comm, "cilium-agent");
+        assert_eq!(first.paths.len(), 2);
+    }
+
+    /// A cgroup the test describes instead of the kernel.
+    struct Described {
+        effective: Vec<u32>,
+        procs: Vec<ProcessRef>,
+    }
+
+    impl CgroupAccess for Described {
+        fn effective(&self, _t: AttachType) -> Result<Vec<u32>, VisitError> {
+            Ok(self.effective.clone())
+        }
+        fn processes(&self, _proc: &Path) -> Vec<ProcessRef> {
+            self.procs.clone()
+        }
+    }
+
+    #[test]
+    fn a_visit_records_pods_processes_and_wanted_paths() {
+        let wanted = HashSet::from([42]);
+        let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc") };
+        let connect: Vec<AttachType> = ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).collect();
+        let access = Described { effective: vec![10], procs: vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }] };
+        let lb = query::Attached {
+            attach_type: AttachType::from_name("connect4").unwrap(),
+            flags: AttachFlags::Multi,
+            prog_id: 10,
+        };
+        let mut found = Found::default();
+        let pod = "/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+        found.visit(&ctx, &connect, pod, 42, &[], &access).unwrap();
+        found.visit(&ctx, &connect, "/", 1, &[lb], &access).unwrap();
+        found.visit(&ctx, &connect, &format!("{pod}/ctr"), 43, &[lb], &access).unwrap();
+        assert_eq!(found.pods.len(), 1, "only the pod's own cgroup");
+        assert_eq!(found.pods[0].effective_connect, vec![10, 10], "connect4 and connect6");
+        assert_eq!(found.processes.keys().collect::<Vec<_>>(), [&format!("{pod}/ctr")], "not the root's");
+        assert_eq!(found.paths.get(&42).map(String::as_str), Some(pod));
+        assert_eq!(found.attachments.len(), 2);
+        // No connect hook walked: no pod is judged.
+        let mut found = Found::default();
+        found.visit(&ctx, &[], pod, 42, &[], &access).unwrap();
+        assert!(found.pods.is_empty());
+    }
+}
