@@ -21,7 +21,7 @@ use aya_log::EbpfLogger;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::time::{ClockId, clock_gettime};
 
-use crate::bpf::{AttachType, BpfCommand, one_line};
+use crate::bpf::{AttachType, BpfCommand, bytes, one_line};
 use crate::snapshot::AttachRecord;
 
 use agent_common::bpf_calls as wire;
@@ -127,8 +127,8 @@ impl Tracer {
 
 /// Decodes one ring-buffer record (no unsafe: field by field).
 fn decode(b: &[u8]) -> Option<wire::BpfCallRecord> {
-    let u64_at = |o: usize| b.get(o..o + 8).map(|s| u64::from_ne_bytes(s.try_into().unwrap_or_default()));
-    let u32_at = |o: usize| b.get(o..o + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap_or_default()));
+    let u64_at = |o| bytes::u64_at(b, o);
+    let u32_at = |o| bytes::u32_at(b, o);
     let mut comm = [0u8; 16];
     comm.copy_from_slice(b.get(56..72)?);
     Some(wire::BpfCallRecord {

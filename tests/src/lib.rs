@@ -152,13 +152,7 @@ pub fn prog_type_for(hook: &str) -> u32 {
 
 /// Ids of every BPF program loaded on the node.
 pub fn loaded_program_ids() -> Vec<u32> {
-    let mut ids = Vec::new();
-    let mut id = 0;
-    while let Some(next) = sys::prog_next_id(id).expect("BPF_PROG_GET_NEXT_ID") {
-        ids.push(next);
-        id = next;
-    }
-    ids
+    sys::ids(sys::Objects::Programs).collect::<Result<_, _>>().expect("BPF_PROG_GET_NEXT_ID")
 }
 
 /// A loaded allow-all program (`r0 = 1; exit`): it never changes what a

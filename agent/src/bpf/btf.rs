@@ -9,9 +9,7 @@
 
 const BTF_MAGIC: u16 = 0xeb9f;
 
-fn u32_at(data: &[u8], off: usize) -> Option<u32> {
-    data.get(off..off + 4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-}
+use super::bytes::u32_at;
 
 /// Bytes that follow the 12-byte common header of a type of this kind.
 fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {

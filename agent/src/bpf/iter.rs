@@ -20,6 +20,7 @@ use aya::programs::Iter;
 
 use super::AttachType;
 use super::btf::{BtfError, Types};
+use super::bytes::{u32_at, u64_at};
 use super::loader;
 use super::sys;
 
@@ -186,14 +187,6 @@ pub struct IterStats {
     pub passes: u32,
 }
 
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    b.get(o..o + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
-    Some(u32_at(b, o)? as u64 | (u32_at(b, o + 4)? as u64) << 32)
-}
-
 /// Decodes a `CgroupRecord` (field by field, no unsafe).
 fn decode_cgroup(b: &[u8]) -> Option<IterCgroup> {
     let name_len = u32_at(b, 4)? as usize;
@@ -249,10 +242,8 @@ fn count_cgroups(root: BorrowedFd<'_>) -> Option<u64> {
 /// The kernel's own BTF. Through bpf(2) it is one copy; the sysfs file
 /// hands it out 4 KiB per read (~1,350 reads, 40 ms here), the fallback.
 fn vmlinux_btf() -> Result<Vec<u8>, IterError> {
-    let mut id = 0;
-    while let Some(next) = sys::btf_next_id(id)? {
-        id = next;
-        let Ok(fd) = sys::btf_fd_by_id(id) else { continue };
+    for id in sys::ids(sys::Objects::Btf) {
+        let Ok(fd) = sys::btf_fd_by_id(id?) else { continue };
         if sys::btf_is_vmlinux(fd.as_fd())? {
             return Ok(sys::btf_data(fd.as_fd())?);
         }

@@ -2,6 +2,7 @@
 
 pub mod attach_type;
 pub mod btf;
+pub mod bytes;
 pub mod command;
 pub mod iter;
 pub mod loader;

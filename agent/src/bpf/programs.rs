@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::ProgType;
 use super::btf;
-use super::sys::{self, CgroupLinkInfo, SyscallError};
+use super::sys::{self, CgroupLinkInfo, Objects, SyscallError};
 
 /// A loaded program as the audit reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,9 +86,8 @@ fn full_name(fd: &impl AsFd, btf_id: u32, cache: &mut HashMap<u32, Vec<u8>>) -> 
 /// mid-walk are skipped.
 pub fn loaded_programs() -> Result<BTreeMap<u32, Program>, SyscallError> {
     let mut out = BTreeMap::new();
-    let mut id = 0;
-    while let Some(next) = sys::prog_next_id(id)? {
-        id = next;
+    for id in sys::ids(Objects::Programs) {
+        let id = id?;
         if let Some(p) = program_by_id(id)? {
             out.insert(id, p);
         }
@@ -100,9 +99,8 @@ pub fn loaded_programs() -> Result<BTreeMap<u32, Program>, SyscallError> {
 /// is read for new ids). Returns the ids added.
 pub fn add_new_programs(table: &mut BTreeMap<u32, Program>) -> Result<Vec<u32>, SyscallError> {
     let mut added = Vec::new();
-    let mut id = 0;
-    while let Some(next) = sys::prog_next_id(id)? {
-        id = next;
+    for id in sys::ids(Objects::Programs) {
+        let id = id?;
         if let std::collections::btree_map::Entry::Vacant(slot) = table.entry(id)
             && let Some(p) = program_by_id(id)?
         {
@@ -116,10 +114,8 @@ pub fn add_new_programs(table: &mut BTreeMap<u32, Program>) -> Result<Vec<u32>, 
 /// Every cgroup bpf_link on the node. Links that disappear mid-walk are skipped.
 pub fn cgroup_links() -> Result<Vec<CgroupLinkInfo>, SyscallError> {
     let mut out = Vec::new();
-    let mut id = 0;
-    while let Some(next) = sys::link_next_id(id)? {
-        id = next;
-        let fd = match sys::link_fd_by_id(id) {
+    for id in sys::ids(Objects::Links) {
+        let fd = match sys::link_fd_by_id(id?) {
             Ok(fd) => fd,
             Err(e) if e.errno() == Some(libc::ENOENT) => continue,
             Err(e) => return Err(e),
@@ -129,4 +125,40 @@ pub fn cgroup_links() -> Result<Vec<CgroupLinkInfo>, SyscallError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::sys::fake;
+    use aya_obj::generated::bpf_cmd;
+
+    #[test]
+    fn a_program_unloaded_between_its_id_and_its_fd_is_skipped() {
+        let _k = fake::Kernel::new(|cmd, attr| match cmd {
+            bpf_cmd::BPF_PROG_GET_NEXT_ID => {
+                let next = [0, 4, 7, 12].windows(2).find(|w| w[0] == fake::start_id(attr)).map(|w| w[1]);
+                fake::answer_next_id(attr, next)
+            }
+            // Program 7 is unloaded by the time its fd is asked for.
+            bpf_cmd::BPF_PROG_GET_FD_BY_ID if fake::asked_id(attr) == 7 => fake::errno(libc::ENOENT),
+            bpf_cmd::BPF_PROG_GET_FD_BY_ID => fake::new_fd(),
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD => fake::answer_prog_info(attr, 0, 18, "cil_sock4_conne"),
+            other => panic!("unexpected {other:?}"),
+        });
+        let programs = loaded_programs().unwrap();
+        assert_eq!(programs.keys().copied().collect::<Vec<_>>(), [4, 12]);
+        assert_eq!(programs[&4].prog_type, ProgType::CgroupSockAddr);
+        assert_eq!(programs[&4].name, "cil_sock4_conne", "no BTF: the kernel's name is kept");
+    }
+
+    #[test]
+    fn any_other_error_is_the_audits() {
+        let _k = fake::Kernel::new(|cmd, attr| match cmd {
+            bpf_cmd::BPF_PROG_GET_NEXT_ID => fake::answer_next_id(attr, (fake::start_id(attr) == 0).then_some(4)),
+            _ => fake::errno(libc::EPERM),
+        });
+        let e = loaded_programs().unwrap_err();
+        assert_eq!(e.call, "BPF_PROG_GET_FD_BY_ID");
+    }
 }

@@ -72,3 +72,50 @@ pub fn attached(cgroup: BorrowedFd<'_>, support: &Support, out: &mut Vec<Attache
 pub fn effective(cgroup: BorrowedFd<'_>, t: AttachType) -> Result<Vec<u32>, SyscallError> {
     sys::prog_query(cgroup, t.kernel_value(), true).map(|r| r.prog_ids)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::sys::fake;
+    use aya_obj::generated::bpf_attach_type::{BPF_CGROUP_INET4_CONNECT, BPF_LSM_CGROUP};
+
+    fn root() -> std::fs::File {
+        std::fs::File::open("/").unwrap()
+    }
+
+    #[test]
+    fn a_hook_the_kernel_does_not_know_is_unsupported_not_empty() {
+        let _k = fake::Kernel::new(|_, attr| {
+            if fake::query_attach_type(attr) == BPF_LSM_CGROUP as u32 {
+                return fake::errno(libc::EINVAL);
+            }
+            fake::answer_query(attr, 0, &[])
+        });
+        let s = probe(std::os::fd::AsFd::as_fd(&root())).unwrap();
+        assert_eq!(s.unsupported.iter().map(|t| t.name()).collect::<Vec<_>>(), ["lsm_cgroup"]);
+        assert_eq!(s.supported.len(), 28);
+    }
+
+    #[test]
+    fn any_other_refusal_stops_the_probe() {
+        let _k = fake::Kernel::new(|_, _| fake::errno(libc::EPERM));
+        let e = probe(std::os::fd::AsFd::as_fd(&root())).unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EPERM));
+    }
+
+    #[test]
+    fn attached_lists_each_hook_with_its_flags() {
+        let _k = fake::Kernel::new(|_, attr| {
+            if fake::query_attach_type(attr) == BPF_CGROUP_INET4_CONNECT as u32 {
+                return fake::answer_query(attr, aya_obj::generated::BPF_F_ALLOW_OVERRIDE, &[5, 6]);
+            }
+            fake::answer_query(attr, 0, &[])
+        });
+        let support = Support { supported: AttachType::all().collect(), unsupported: vec![] };
+        let mut out = Vec::new();
+        attached(std::os::fd::AsFd::as_fd(&root()), &support, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|a| a.attach_type.name() == "connect4" && a.flags == AttachFlags::Override));
+        assert_eq!(out.iter().map(|a| a.prog_id).collect::<Vec<_>>(), [5, 6], "in the kernel's (run) order");
+    }
+}

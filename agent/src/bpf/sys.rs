@@ -2,9 +2,14 @@
 //! call that hands freed heap back to the kernel, `release_free_heap`).
 //!
 //! Every function fills one command's part of `union bpf_attr` (aya-obj's
-//! generated UAPI bindings), issues the syscall and turns the result into an
-//! `OwnedFd` or plain data at once. Callers never see raw pointers. Errors name
-//! the bpf command that failed, like aya's `SyscallError`.
+//! generated UAPI bindings), issues the syscall through `sys_bpf` and turns
+//! the result into an `OwnedFd` or plain data at once. Callers never see raw
+//! pointers. Errors name the bpf command that failed, like aya's
+//! `SyscallError`.
+//!
+//! `sys_bpf` is the one place the syscall is made. Unit tests replace it,
+//! as aya's `sys` module lets its tests do, with a function that plays the
+//! kernel (`fake::Kernel`), so the logic above it is tested without root.
 
 use std::ffi::CStr;
 use std::io;
@@ -46,6 +51,10 @@ fn zeroed_attr() -> bpf_attr {
 /// kernel makes through it (reads of input buffers, writes of the sizes given
 /// next to output buffers) for the duration of the call.
 unsafe fn sys_bpf(call: &'static str, cmd: bpf_cmd, attr: &mut bpf_attr) -> Result<i64> {
+    #[cfg(test)]
+    if let Some(ret) = fake::call(cmd, attr) {
+        return ret.map_err(|io_error| SyscallError { call, io_error });
+    }
     // SAFETY: `attr` is a valid, initialised bpf_attr of the size we pass; the
     // caller guarantees the pointers inside it.
     let ret =
@@ -53,10 +62,27 @@ unsafe fn sys_bpf(call: &'static str, cmd: bpf_cmd, attr: &mut bpf_attr) -> Resu
     if ret < 0 { Err(SyscallError { call, io_error: io::Error::last_os_error() }) } else { Ok(ret) }
 }
 
-fn owned_fd(ret: i64) -> OwnedFd {
-    // SAFETY: the commands that call this return a new file descriptor that
-    // nothing else owns.
+/// Takes ownership of a file descriptor a command returned.
+///
+/// # Safety
+///
+/// `ret` must be a new file descriptor that nothing else owns: the return
+/// value of a successful command that creates one.
+unsafe fn owned_fd(ret: i64) -> OwnedFd {
+    // SAFETY: the caller guarantees `ret` is a fresh fd owned by no one.
     unsafe { OwnedFd::from_raw_fd(ret as RawFd) }
+}
+
+/// Issues a command that returns a new file descriptor.
+///
+/// # Safety
+///
+/// As for `sys_bpf`; and `cmd` must be one that returns a new fd on success.
+unsafe fn sys_bpf_fd(call: &'static str, cmd: bpf_cmd, attr: &mut bpf_attr) -> Result<OwnedFd> {
+    // SAFETY: the caller's guarantees, passed on.
+    let ret = unsafe { sys_bpf(call, cmd, attr) }?;
+    // SAFETY: on success this command returned a new fd.
+    Ok(unsafe { owned_fd(ret) })
 }
 
 /// What `BPF_PROG_QUERY` reports for one attach type of one cgroup.
@@ -103,33 +129,59 @@ pub fn prog_query(target: BorrowedFd<'_>, attach_type: u32, effective: bool) -> 
     }
 }
 
-/// `BPF_*_GET_NEXT_ID`: the next id after `start` of programs or links; `None`
-/// at the end.
-fn next_id(call: &'static str, cmd: bpf_cmd, start: u32) -> Result<Option<u32>> {
+/// Objects that `BPF_*_GET_NEXT_ID` enumerates.
+#[derive(Debug, Clone, Copy)]
+pub enum Objects {
+    Programs,
+    Links,
+    Btf,
+}
+
+fn next_id(objects: Objects, start: u32) -> Result<Option<u32>> {
+    let (call, cmd) = match objects {
+        Objects::Programs => ("BPF_PROG_GET_NEXT_ID", bpf_cmd::BPF_PROG_GET_NEXT_ID),
+        Objects::Links => ("BPF_LINK_GET_NEXT_ID", bpf_cmd::BPF_LINK_GET_NEXT_ID),
+        Objects::Btf => ("BPF_BTF_GET_NEXT_ID", bpf_cmd::BPF_BTF_GET_NEXT_ID),
+    };
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_6.__bindgen_anon_1.start_id = start;
     // SAFETY: no pointers in this command.
     match unsafe { sys_bpf(call, cmd, &mut attr) } {
-        // SAFETY: the kernel wrote back next_id.
+        // SAFETY: reading the integer the kernel wrote back.
         Ok(_) => Ok(Some(unsafe { attr.__bindgen_anon_6.next_id })),
         Err(e) if e.errno() == Some(libc::ENOENT) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-pub fn prog_next_id(start: u32) -> Result<Option<u32>> {
-    next_id("BPF_PROG_GET_NEXT_ID", bpf_cmd::BPF_PROG_GET_NEXT_ID, start)
-}
-
-pub fn link_next_id(start: u32) -> Result<Option<u32>> {
-    next_id("BPF_LINK_GET_NEXT_ID", bpf_cmd::BPF_LINK_GET_NEXT_ID, start)
+/// Every id of `objects`, in increasing order, as the kernel hands them
+/// out one `GET_NEXT_ID` at a time. An error ends the iteration after it.
+pub fn ids(objects: Objects) -> impl Iterator<Item = Result<u32>> {
+    let mut last = Some(0);
+    std::iter::from_fn(move || {
+        let start = last?;
+        match next_id(objects, start) {
+            Ok(Some(id)) => {
+                last = Some(id);
+                Some(Ok(id))
+            }
+            Ok(None) => {
+                last = None;
+                None
+            }
+            Err(e) => {
+                last = None;
+                Some(Err(e))
+            }
+        }
+    })
 }
 
 fn fd_by_id(call: &'static str, cmd: bpf_cmd, id: u32) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_6.__bindgen_anon_1.prog_id = id;
-    // SAFETY: no pointers in this command.
-    unsafe { sys_bpf(call, cmd, &mut attr) }.map(owned_fd)
+    // SAFETY: no pointers in this command, which returns a new fd.
+    unsafe { sys_bpf_fd(call, cmd, &mut attr) }
 }
 
 /// `BPF_PROG_GET_FD_BY_ID` (4.13). ENOENT: the program was unloaded meanwhile.
@@ -153,11 +205,9 @@ pub fn btf_fd_by_id(id: u32) -> Result<OwnedFd> {
 /// point at buffers of the sizes set next to them.
 unsafe fn obj_info<T>(fd: BorrowedFd<'_>, info: &mut T) -> Result<()> {
     let mut attr = zeroed_attr();
-    {
-        attr.info.bpf_fd = fd.as_raw_fd() as u32;
-        attr.info.info = info as *mut T as u64;
-        attr.info.info_len = size_of::<T>() as u32;
-    }
+    attr.info.bpf_fd = fd.as_raw_fd() as u32;
+    attr.info.info = info as *mut T as u64;
+    attr.info.info_len = size_of::<T>() as u32;
     // SAFETY: `info` is valid for size_of::<T>() bytes; the caller vouches for
     // the pointers inside it.
     unsafe { sys_bpf("BPF_OBJ_GET_INFO_BY_FD", bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr) }.map(drop)
@@ -225,10 +275,6 @@ pub fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-pub fn btf_next_id(start: u32) -> Result<Option<u32>> {
-    next_id("BPF_BTF_GET_NEXT_ID", bpf_cmd::BPF_BTF_GET_NEXT_ID, start)
-}
-
 /// Whether a BTF object is the kernel's own (`vmlinux`, not a module's).
 pub fn btf_is_vmlinux(fd: BorrowedFd<'_>) -> Result<bool> {
     let mut name = [0u8; 16];
@@ -278,12 +324,10 @@ pub fn cgroup_link_info(fd: BorrowedFd<'_>) -> Result<Option<CgroupLinkInfo>> {
 /// `BPF_BTF_LOAD` of a raw BTF blob.
 pub fn btf_load(data: &[u8]) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
-    {
-        attr.__bindgen_anon_7.btf = data.as_ptr() as u64;
-        attr.__bindgen_anon_7.btf_size = data.len() as u32;
-    }
-    // SAFETY: `btf` points at `btf_size` readable bytes.
-    unsafe { sys_bpf("BPF_BTF_LOAD", bpf_cmd::BPF_BTF_LOAD, &mut attr) }.map(owned_fd)
+    attr.__bindgen_anon_7.btf = data.as_ptr() as u64;
+    attr.__bindgen_anon_7.btf_size = data.len() as u32;
+    // SAFETY: `btf` points at `btf_size` readable bytes; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_BTF_LOAD", bpf_cmd::BPF_BTF_LOAD, &mut attr) }
 }
 
 /// What `BPF_PROG_LOAD` needs for a program without maps.
@@ -303,40 +347,34 @@ pub fn prog_load(p: &ProgLoad<'_>) -> Result<OwnedFd> {
     let license = c"GPL";
     let func = [bpf_func_info { insn_off: 0, type_id: p.btf.map_or(0, |b| b.1) }];
     let mut attr = zeroed_attr();
-    // SAFETY: plain integers and a byte copy into a zeroed union.
-    unsafe {
-        let a = &mut attr.__bindgen_anon_3;
-        a.prog_type = p.prog_type;
-        a.expected_attach_type = p.expected_attach_type;
-        a.insns = p.insns.as_ptr() as u64;
-        a.insn_cnt = p.insns.len() as u32;
-        a.license = license.as_ptr() as u64;
-        for (dst, src) in a.prog_name.iter_mut().zip(p.name.bytes().take(15)) {
-            *dst = src as libc::c_char;
-        }
-        if let Some((fd, _)) = p.btf {
-            a.prog_btf_fd = fd.as_raw_fd() as u32;
-            a.func_info = func.as_ptr() as u64;
-            a.func_info_cnt = 1;
-            a.func_info_rec_size = size_of::<bpf_func_info>() as u32;
-        }
+    attr.__bindgen_anon_3.prog_type = p.prog_type;
+    attr.__bindgen_anon_3.expected_attach_type = p.expected_attach_type;
+    attr.__bindgen_anon_3.insns = p.insns.as_ptr() as u64;
+    attr.__bindgen_anon_3.insn_cnt = p.insns.len() as u32;
+    attr.__bindgen_anon_3.license = license.as_ptr() as u64;
+    let mut name = [0 as libc::c_char; 16];
+    for (dst, src) in name.iter_mut().zip(p.name.bytes().take(15)) {
+        *dst = src as libc::c_char;
     }
-    // SAFETY: insns, license and func_info outlive the call and match their counts.
-    unsafe { sys_bpf("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut attr) }.map(owned_fd)
+    attr.__bindgen_anon_3.prog_name = name;
+    if let Some((fd, _)) = p.btf {
+        attr.__bindgen_anon_3.prog_btf_fd = fd.as_raw_fd() as u32;
+        attr.__bindgen_anon_3.func_info = func.as_ptr() as u64;
+        attr.__bindgen_anon_3.func_info_cnt = 1;
+        attr.__bindgen_anon_3.func_info_rec_size = size_of::<bpf_func_info>() as u32;
+    }
+    // SAFETY: insns, license and func_info outlive the call and match their counts; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut attr) }
 }
 
 /// `BPF_PROG_ATTACH` of a program to a cgroup (legacy attachment: it outlives
 /// the process and must be detached explicitly).
 pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32, flags: u32) -> Result<()> {
     let mut attr = zeroed_attr();
-    // SAFETY: plain integers into a zeroed union.
-    unsafe {
-        let a = &mut attr.__bindgen_anon_5;
-        a.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
-        a.attach_bpf_fd = prog.as_raw_fd() as u32;
-        a.attach_type = attach_type;
-        a.attach_flags = flags;
-    }
+    attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_bpf_fd = prog.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_type = attach_type;
+    attr.__bindgen_anon_5.attach_flags = flags;
     // SAFETY: no pointers in this command.
     unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
 }
@@ -344,13 +382,9 @@ pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u3
 /// `BPF_PROG_DETACH` of one program from a cgroup.
 pub fn prog_detach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<()> {
     let mut attr = zeroed_attr();
-    // SAFETY: plain integers into a zeroed union.
-    unsafe {
-        let a = &mut attr.__bindgen_anon_5;
-        a.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
-        a.attach_bpf_fd = prog.as_raw_fd() as u32;
-        a.attach_type = attach_type;
-    }
+    attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_bpf_fd = prog.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_type = attach_type;
     // SAFETY: no pointers in this command.
     unsafe { sys_bpf("BPF_PROG_DETACH", bpf_cmd::BPF_PROG_DETACH, &mut attr) }.map(drop)
 }
@@ -368,24 +402,18 @@ pub fn link_detach(link: BorrowedFd<'_>) -> Result<()> {
 /// or a pin does.
 pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
-    // SAFETY: plain integers into a zeroed union.
-    unsafe {
-        let a = &mut attr.link_create;
-        a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
-        a.__bindgen_anon_2.target_fd = cgroup.as_raw_fd() as u32;
-        a.attach_type = attach_type;
-    }
-    // SAFETY: no pointers in this command.
-    unsafe { sys_bpf("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }.map(owned_fd)
+    attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+    attr.link_create.__bindgen_anon_2.target_fd = cgroup.as_raw_fd() as u32;
+    attr.link_create.attach_type = attach_type;
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
 }
 
 /// `BPF_OBJ_PIN` of a program, map or link fd at a bpffs path.
 pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
     let mut attr = zeroed_attr();
-    {
-        attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
-        attr.__bindgen_anon_4.bpf_fd = fd.as_raw_fd() as u32;
-    }
+    attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
+    attr.__bindgen_anon_4.bpf_fd = fd.as_raw_fd() as u32;
     // SAFETY: pathname is a NUL-terminated string that outlives the call.
     unsafe { sys_bpf("BPF_OBJ_PIN", bpf_cmd::BPF_OBJ_PIN, &mut attr) }.map(drop)
 }
@@ -394,8 +422,8 @@ pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
 pub fn obj_get(path: &CStr) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
-    // SAFETY: pathname is a NUL-terminated string that outlives the call.
-    unsafe { sys_bpf("BPF_OBJ_GET", bpf_cmd::BPF_OBJ_GET, &mut attr) }.map(owned_fd)
+    // SAFETY: pathname is a NUL-terminated string that outlives the call; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_OBJ_GET", bpf_cmd::BPF_OBJ_GET, &mut attr) }
 }
 
 /// The cgroup member of UAPI `union bpf_iter_link_info` (6.1), which
@@ -417,25 +445,20 @@ pub fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> 
         cgroup_id: 0,
     };
     let mut attr = zeroed_attr();
-    // SAFETY: plain integers into a zeroed union; the pointer is to `info`,
-    // which outlives the call.
-    unsafe {
-        let a = &mut attr.link_create;
-        a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
-        a.attach_type = aya_obj::generated::bpf_attach_type::BPF_TRACE_ITER as u32;
-        a.__bindgen_anon_3.__bindgen_anon_1.iter_info = &info as *const CgroupIterInfo as u64;
-        a.__bindgen_anon_3.__bindgen_anon_1.iter_info_len = size_of::<CgroupIterInfo>() as u32;
-    }
-    // SAFETY: iter_info points to a live CgroupIterInfo of the length given.
-    unsafe { sys_bpf("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }.map(owned_fd)
+    attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+    attr.link_create.attach_type = aya_obj::generated::bpf_attach_type::BPF_TRACE_ITER as u32;
+    attr.link_create.__bindgen_anon_3.__bindgen_anon_1.iter_info = &info as *const CgroupIterInfo as u64;
+    attr.link_create.__bindgen_anon_3.__bindgen_anon_1.iter_info_len = size_of::<CgroupIterInfo>() as u32;
+    // SAFETY: iter_info points to a live CgroupIterInfo of the length given; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
 }
 
 /// `BPF_ITER_CREATE`: a readable fd that runs the iterator link once.
 pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.iter_create.link_fd = link.as_raw_fd() as u32;
-    // SAFETY: no pointers in this command.
-    unsafe { sys_bpf("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }.map(owned_fd)
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }
 }
 
 /// Returns freed heap pages to the kernel (glibc's `malloc_trim`). aya's
@@ -447,5 +470,157 @@ pub fn release_free_heap() {
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// A stand-in for the kernel in unit tests: a handler that answers bpf(2)
+/// on the thread that installed it, and helpers that write answers where
+/// the calls above ask the kernel to.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::cell::RefCell;
+    use std::io;
+    use std::os::fd::IntoRawFd;
+
+    use aya_obj::generated::{bpf_attr, bpf_cmd, bpf_prog_info};
+
+    type Handler = Box<dyn FnMut(bpf_cmd, &mut bpf_attr) -> io::Result<i64>>;
+
+    thread_local! {
+        static KERNEL: RefCell<Option<Handler>> = const { RefCell::new(None) };
+    }
+
+    /// Answers this thread's bpf(2) calls until dropped.
+    pub struct Kernel(());
+
+    impl Kernel {
+        pub fn new(handler: impl FnMut(bpf_cmd, &mut bpf_attr) -> io::Result<i64> + 'static) -> Kernel {
+            KERNEL.with(|k| *k.borrow_mut() = Some(Box::new(handler)));
+            Kernel(())
+        }
+    }
+
+    impl Drop for Kernel {
+        fn drop(&mut self) {
+            KERNEL.with(|k| *k.borrow_mut() = None);
+        }
+    }
+
+    pub(super) fn call(cmd: bpf_cmd, attr: &mut bpf_attr) -> Option<io::Result<i64>> {
+        KERNEL.with(|k| k.borrow_mut().as_mut().map(|h| h(cmd, attr)))
+    }
+
+    pub fn errno(e: i32) -> io::Result<i64> {
+        Err(io::Error::from_raw_os_error(e))
+    }
+
+    /// A new fd, as commands that create one return (`/dev/null`: the
+    /// caller owns and closes it).
+    pub fn new_fd() -> io::Result<i64> {
+        Ok(std::fs::File::open("/dev/null")?.into_raw_fd() as i64)
+    }
+
+    /// The attach type a `BPF_PROG_QUERY` asks about.
+    pub fn query_attach_type(attr: &bpf_attr) -> u32 {
+        // SAFETY: the caller is answering a BPF_PROG_QUERY.
+        unsafe { attr.query.attach_type }
+    }
+
+    /// Answers a `BPF_PROG_QUERY` as the kernel does: the real count always
+    /// written back, ENOSPC when the caller's buffer is too small.
+    pub fn answer_query(attr: &mut bpf_attr, flags: u32, ids: &[u32]) -> io::Result<i64> {
+        // SAFETY: the caller is answering a BPF_PROG_QUERY, whose `query`
+        // member prog_query filled.
+        let (buf, cap) = unsafe { (attr.query.prog_ids as *mut u32, attr.query.__bindgen_anon_2.prog_cnt as usize) };
+        attr.query.attach_flags = flags;
+        attr.query.__bindgen_anon_2.prog_cnt = ids.len() as u32;
+        if ids.len() > cap {
+            return errno(libc::ENOSPC);
+        }
+        // SAFETY: prog_query passes a buffer of `cap` u32s; we write fewer.
+        unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), buf, ids.len()) };
+        Ok(0)
+    }
+
+    /// The id after which a `BPF_*_GET_NEXT_ID` asks, and the answer.
+    pub fn start_id(attr: &bpf_attr) -> u32 {
+        // SAFETY: the caller is answering a GET_NEXT_ID command.
+        unsafe { attr.__bindgen_anon_6.__bindgen_anon_1.start_id }
+    }
+
+    pub fn answer_next_id(attr: &mut bpf_attr, next: Option<u32>) -> io::Result<i64> {
+        match next {
+            Some(id) => {
+                attr.__bindgen_anon_6.next_id = id;
+                Ok(0)
+            }
+            None => errno(libc::ENOENT),
+        }
+    }
+
+    /// The id a `BPF_*_GET_FD_BY_ID` asks for.
+    pub fn asked_id(attr: &bpf_attr) -> u32 {
+        // SAFETY: the caller is answering a GET_FD_BY_ID command.
+        unsafe { attr.__bindgen_anon_6.__bindgen_anon_1.prog_id }
+    }
+
+    /// Answers `BPF_OBJ_GET_INFO_BY_FD` for a program.
+    pub fn answer_prog_info(attr: &mut bpf_attr, id: u32, prog_type: u32, name: &str) -> io::Result<i64> {
+        // SAFETY: plain data.
+        let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
+        info.id = id;
+        info.type_ = prog_type;
+        for (dst, src) in info.name.iter_mut().zip(name.bytes().take(15)) {
+            *dst = src as libc::c_char;
+        }
+        // SAFETY: the caller is answering OBJ_GET_INFO_BY_FD for a program:
+        // `info` points at a bpf_prog_info of `info_len` bytes.
+        unsafe {
+            let len = (attr.info.info_len as usize).min(std::mem::size_of::<bpf_prog_info>());
+            std::ptr::copy_nonoverlapping(&info as *const bpf_prog_info as *const u8, attr.info.info as *mut u8, len);
+        }
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_retries_with_the_count_the_kernel_wrote_back_even_as_it_grows() {
+        let mut calls = 0;
+        let _k = fake::Kernel::new(move |cmd, attr| {
+            assert_eq!(cmd, bpf_cmd::BPF_PROG_QUERY);
+            calls += 1;
+            // 70 programs, then 200 by the time the caller asks again.
+            let n = if calls == 1 { 70 } else { 200 };
+            let ids: Vec<u32> = (1..=n).collect();
+            fake::answer_query(attr, aya_obj::generated::BPF_F_ALLOW_MULTI, &ids)
+        });
+        let fd = std::fs::File::open("/").unwrap();
+        let r = prog_query(std::os::fd::AsFd::as_fd(&fd), 10, true).unwrap();
+        assert_eq!(r.prog_ids.len(), 200);
+        assert_eq!((r.prog_ids[0], r.prog_ids[199]), (1, 200));
+        assert_eq!(r.attach_flags, aya_obj::generated::BPF_F_ALLOW_MULTI);
+    }
+
+    #[test]
+    fn ids_stop_at_enoent_and_end_after_an_error() {
+        let _k = fake::Kernel::new(|_, attr| match fake::start_id(attr) {
+            0 => fake::answer_next_id(attr, Some(3)),
+            3 => fake::answer_next_id(attr, Some(9)),
+            _ => fake::answer_next_id(attr, None),
+        });
+        let found: Vec<u32> = ids(Objects::Programs).map(|r| r.unwrap()).collect();
+        assert_eq!(found, [3, 9]);
+        drop(_k);
+        let _k = fake::Kernel::new(|_, _| fake::errno(libc::EPERM));
+        let all: Vec<Result<u32>> = ids(Objects::Links).collect();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            all[0].as_ref().unwrap_err().to_string(),
+            "bpf(BPF_LINK_GET_NEXT_ID) failed: Operation not permitted (os error 1)"
+        );
     }
 }
