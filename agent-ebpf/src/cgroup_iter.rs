@@ -66,9 +66,8 @@ static SCRATCH: PerCpuArray<CgroupRecord> = PerCpuArray::with_max_entries(1, 0);
 
 /// The state of the two `bpf_loop` walks, kept in map values rather than
 /// on the stack: the verifier treats what it reads back from a map as
-/// unknown, so it checks each callback once. With the counters on the
-/// stack it tracked their every value, and verification took 40 ms of the
-/// one-shot audit's 80 (now ~3 ms).
+/// unknown, so it checks each callback once; counters on the stack it
+/// tracks exactly, checking the callback again for each of their values.
 #[map]
 static WALK: PerCpuArray<HookWalk> = PerCpuArray::with_max_entries(1, 0);
 #[map]

@@ -12,6 +12,8 @@ pub mod cli;
 pub mod cmd;
 pub mod daemon;
 pub mod findings;
+#[cfg(test)]
+mod fixtures;
 pub mod logging;
 pub mod metrics;
 pub mod mounts;

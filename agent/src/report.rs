@@ -316,11 +316,12 @@ fn write_finding_group(s: &mut String, group: &[Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::*;
     use crate::snapshot::WalkInfo;
 
     #[test]
     fn the_walk_and_a_fallback_reason_are_reported() {
-        let mut snap = crate::findings::tests::node();
+        let mut snap = node();
         let report = Report::new(&snap, &Policy::default());
         assert_eq!(report.walk.method, WalkUsed::BpfIter);
         assert!(!report.to_table().contains("not in one kernel pass"));
@@ -338,5 +339,20 @@ mod tests {
             "{}",
             report.to_table()
         );
+    }
+
+    #[test]
+    fn namespaced_view_is_incomplete_never_ok() {
+        let mut s = node();
+        s.root.kind = RootKind::Namespaced;
+        let r = Report::new(&s, &Policy::default());
+        assert_eq!((r.status, r.exit_code()), (Status::Incomplete, 2));
+        cilium_connect(&mut s, CTR, CTR_ID);
+        let r = Report::new(&s, &Policy::default());
+        assert_eq!(r.exit_code(), 1, "a problem seen through a partial view is still a problem");
+        s.root.kind = RootKind::Hierarchy;
+        s.attachments.clear();
+        s.programs.clear();
+        assert_eq!(Report::new(&s, &Policy::default()).exit_code(), 0);
     }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use integration_tests::*;
 use serde_json::Value;
 
-const POD: &str =
-    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0d1f4a52_77c3_4a8e_9d2b_5f6e7a8b9c0d.slice";
-const CTR: &str = "cri-containerd-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13.scope";
+fn ctr() -> String {
+    systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER)
+}
 
 fn audit_json(t: &TestCgroup, extra: &[&str]) -> (i32, Value) {
     let mut args = vec!["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()];
@@ -28,7 +28,7 @@ fn socket_lb_at_the_root_only_is_clean_and_fully_listed() {
         return;
     }
     let t = TestCgroup::new("rootonly");
-    t.mkdir(&format!("{POD}/{CTR}"));
+    t.mkdir(&ctr());
     let progs = load_cilium_socket_lb();
     // Half legacy attachments with flags, half bpf_links, as Cilium mixes them.
     let (legacy, linked) = progs.split_at(5);
@@ -87,7 +87,7 @@ fn benign_programs_below_the_root_are_listed_not_flagged() {
     }
     let t = TestCgroup::new("benign");
     let svc = t.mkdir("/system.slice/foo.service");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
+    let ctr = t.mkdir(&ctr());
     let fw = Prog::load("sd_fw_ingress", "ingress");
     let dev = Prog::load("sd_devices", "device");
     let bind = Prog::load("sd_bind4", "bind4");
@@ -118,7 +118,7 @@ fn unknown_socket_lb_below_root_is_flagged_unless_allowed() {
         return;
     }
     let t = TestCgroup::new("unknown");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
+    let ctr = t.mkdir(&ctr());
     let p = Prog::load("my_lb_connect4", "connect4");
     let _a = Attached::new(&ctr, &p, ALLOW_MULTI);
     let (code, report) = audit_json(&t, &[]);
@@ -126,7 +126,7 @@ fn unknown_socket_lb_below_root_is_flagged_unless_allowed() {
     assert_eq!(kinds(&report), ["socket_lb_below_root"]);
     let f = &report["findings"][0];
     assert_eq!(f["owner"], "unknown");
-    assert_eq!(f["container_id"], CTR.trim_start_matches("cri-containerd-").trim_end_matches(".scope"));
+    assert_eq!(f["container_id"], OTHER_CONTAINER);
     assert!(f["remediation"].as_str().unwrap().contains("--allow"));
 
     let (code, report) = audit_json(&t, &["--allow", "my_lb_"]);
@@ -140,7 +140,7 @@ fn pinned_link_below_root_is_reported_with_its_link_id() {
         return;
     }
     let t = TestCgroup::new("pinned");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
+    let ctr = t.mkdir(&ctr());
     let fs = BpfFs::new();
     let p = Prog::load("cil_sock4_connect", "connect4");
     let link = Link::new(&ctr, &p);

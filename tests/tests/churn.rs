@@ -40,7 +40,7 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
     // stable container, so a misread would show up as a finding.
     let progs = load_cilium_socket_lb();
     let _at_root: Vec<Attached> = progs.iter().map(|p| Attached::new(&t.path, p, ALLOW_MULTI)).collect();
-    let stable = t.mkdir("/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    let stable = t.mkdir(&cgroupfs_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
     let dev = Prog::load("", "device");
     let _dev = Attached::new(&stable, &dev, ALLOW_MULTI);
 

@@ -8,8 +8,12 @@ use std::time::{Duration, Instant};
 use integration_tests::*;
 use serde_json::Value;
 
-const CTR: &str = "/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13";
+/// The series of the misattachment these tests make (pod OTHER_POD_UID).
 const MISATTACHED: &str = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium",pod_uid="0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d"}"#;
+
+fn ctr() -> String {
+    cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER)
+}
 const BELOW_ROOT: &str = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
 
 fn ready(d: &Daemon) -> bool {
@@ -23,7 +27,7 @@ fn misattach_and_clear(d: &Daemon, t: &TestCgroup) -> Value {
     assert!(ready(d), "{}", d.logs());
     assert_eq!(d.metric(BELOW_ROOT), Some(0.0), "clean before");
     assert_eq!(d.metric(MISATTACHED), None);
-    let ctr = t.mkdir(CTR);
+    let ctr = t.mkdir(&ctr());
     let prog = Prog::load("cil_sock4_connect", "connect4");
     let attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
     let start = Instant::now();
@@ -163,7 +167,7 @@ fn scrape_passes_promtool_and_matches_the_golden_file() {
         return;
     }
     let t = TestCgroup::new("daemon-scrape");
-    let ctr = t.mkdir(CTR);
+    let ctr = t.mkdir(&ctr());
     let prog = Prog::load("cil_sock4_connect", "connect4");
     let _a = Attached::new(&ctr, &prog, ALLOW_MULTI);
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);

@@ -14,7 +14,7 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
     }
     let root = cgroup2_root();
     let t = TestCgroup::new("node");
-    let ctr = t.mkdir("/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    let ctr = t.mkdir(&format!("/libpod_parent/libpod-{OTHER_CONTAINER}"));
     // At the real root only as a bpf_link: it dies with this process even if
     // the guard never runs, so nothing can be left on the node's root.
     let connect = Prog::load("cil_sock4_connect", "connect4");
@@ -36,11 +36,7 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
     assert_eq!(below["owner"], "runtime");
     assert_eq!(
         below["cgroup"],
-        format!(
-            "/{}{}",
-            t.path.file_name().unwrap().to_str().unwrap(),
-            "/libpod_parent/libpod-5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13"
-        )
+        format!("/{}/libpod_parent/libpod-{OTHER_CONTAINER}", t.path.file_name().unwrap().to_str().unwrap())
     );
 
     // Same (cgroup, attach type, program) set as the reference tool.
@@ -115,7 +111,7 @@ fn namespaced_auditor_with_host_pid_reaches_the_real_root_through_pid1() {
     }
     let t = TestCgroup::new("nsreach");
     let me = t.mkdir("/auditor");
-    let victim = t.mkdir("/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    let victim = t.mkdir(&cgroupfs_pod("besteffort", OTHER_POD_UID));
     let p = Prog::load("cil_sock4_connect", "connect4");
     let _a = Attached::new(&victim, &p, ALLOW_MULTI);
     let sb = Sandbox::new("");
@@ -128,7 +124,7 @@ fn namespaced_auditor_with_host_pid_reaches_the_real_root_through_pid1() {
     let f =
         report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
     assert_eq!(f["prog_id"], p.id);
-    assert_eq!(f["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    assert_eq!(f["pod_uid"], OTHER_POD_UID);
     let _ = p.fd.as_fd();
 }
 
@@ -141,7 +137,7 @@ fn nested_node_audits_pid1s_cgroup_namespace_root() {
     // at the node container's cgroup and mounts cgroup2 from there.
     let t = TestCgroup::new("nested");
     let node = t.mkdir("/node");
-    let pod = t.mkdir("/node/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    let pod = t.mkdir(&format!("/node{}", cgroupfs_pod("besteffort", OTHER_POD_UID)));
     t.mkdir("/node/auditor");
     let mp = cgroup2_root();
     let sb = Sandbox::with_init(
@@ -173,6 +169,6 @@ fn nested_node_audits_pid1s_cgroup_namespace_root() {
     assert!(report["root_note"].as_str().unwrap().contains("nested node"));
     let f =
         report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
-    assert_eq!(f["cgroup"], "/kubepods/besteffort/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
-    assert_eq!(f["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    assert_eq!(f["cgroup"], cgroupfs_pod("besteffort", OTHER_POD_UID));
+    assert_eq!(f["pod_uid"], OTHER_POD_UID);
 }

@@ -6,20 +6,19 @@ use std::time::Duration;
 
 use integration_tests::*;
 
-const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
-
 #[test]
 fn misattachment_from_a_private_cgroupns_container_names_the_container() {
     if !can_run(&["podman", "unshare"]) {
         return;
     }
     let t = TestCgroup::new("podman");
-    t.mkdir(&format!("/kubepods/burstable/pod{POD_UID}"));
+    t.mkdir(&cgroupfs_pod("burstable", OTHER_POD_UID));
     let bin = tempfile::tempdir().unwrap();
     let agent_copy = bin.path().join("cilium-agent");
     std::fs::copy(env!("CARGO_BIN_EXE_fixture"), &agent_copy).unwrap();
 
-    let parent = format!("/{}/kubepods/burstable/pod{POD_UID}", t.path.file_name().unwrap().to_str().unwrap());
+    let parent =
+        format!("/{}{}", t.path.file_name().unwrap().to_str().unwrap(), cgroupfs_pod("burstable", OTHER_POD_UID));
     let container = Container::run(
         "podman",
         &format!(
@@ -37,12 +36,12 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
     let below: Vec<_> =
         report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
     assert_eq!(below.len(), 10, "{report:#}");
-    let ctr_cgroup = format!("/kubepods/burstable/pod{POD_UID}/libpod-{}", container.id);
+    let ctr_cgroup = format!("{}/libpod-{}", cgroupfs_pod("burstable", OTHER_POD_UID), container.id);
     for f in &below {
         assert_eq!(f["cgroup"], ctr_cgroup.as_str());
         assert_eq!(f["container_id"], container.id.as_str(), "the finding names the container");
         assert_eq!(f["runtime"], "podman");
-        assert_eq!(f["pod_uid"], POD_UID);
+        assert_eq!(f["pod_uid"], OTHER_POD_UID);
         assert_eq!(f["owner"], "cilium");
         assert!(f["link_id"].is_u64(), "attached through bpf_links: {f:#}");
         assert!(f["processes"].as_array().unwrap().iter().any(|p| p["comm"] == "cilium-agent"), "{f:#}");

@@ -196,7 +196,7 @@ fn stale_pinned_links_are_listed_then_unpinned() {
         return;
     }
     let t = TestCgroup::new("pins");
-    let elsewhere = t.mkdir("/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    let elsewhere = t.mkdir(&cgroupfs_pod("burstable", OTHER_POD_UID));
     let fs_ = BpfFs::new();
     let dir = fs_.dir.path().join("cilium/socketlb/links/cgroup");
     fs::create_dir_all(&dir).unwrap();

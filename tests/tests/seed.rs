@@ -1,4 +1,4 @@
-//! The failure cgaudit exists for (shared/seeds/002): a CNI agent in a private
+//! The failure cgaudit exists for (cilium/cilium#48420): a CNI agent in a private
 //! cgroup namespace mounts cgroup2 at /run/cilium/cgroupv2, gets a mount rooted
 //! at its own container, and attaches its socket-LB programs "at the root",
 //! which is really its container's cgroup.

@@ -121,7 +121,7 @@ fn audit_over_ssh_returns_the_same_json_and_exit_codes() {
     let sshd = Sshd::start();
     let bin = static_agent();
     let t = TestCgroup::new("ssh");
-    let ctr = t.mkdir("/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
     let root = t.path.to_str().unwrap();
     let compare = |args: &str, want: i32| {
         let remote = sshd.run(&format!("{} audit --output json {args}", bin.display()));
@@ -273,7 +273,7 @@ fn prometheus_fires_and_resolves_the_misattachment_alert() {
         return;
     }
     let t = TestCgroup::new("prom");
-    let ctr = t.mkdir("/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
     // The shipped rules with `for:` shortened to 1s so the test takes seconds;
     // the durations themselves are pinned by promtool's unit tests.
@@ -314,7 +314,7 @@ fn prometheus_fires_and_resolves_the_misattachment_alert() {
     let (_, _, labels) = alerts(web).into_iter().find(|(n, _, _)| n == "CgauditSocketLBMisattached").unwrap();
     assert_eq!(labels["node"], "test-node");
     assert_eq!(labels["prog_name"], "cil_sock4_connect");
-    assert_eq!(labels["pod_uid"], "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d");
+    assert_eq!(labels["pod_uid"], OTHER_POD_UID);
     assert_eq!(labels["severity"], "critical");
 
     drop(attached);

@@ -6,11 +6,10 @@
 use integration_tests::*;
 use serde_json::Value;
 
-const POD: &str =
-    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
-const CTR: &str = "cri-containerd-fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910.scope";
-const OTHER_POD: &str =
-    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0d1f4a52_77c3_4a8e_9d2b_5f6e7a8b9c0d.slice";
+/// The seed's Cilium container, and an ordinary pod's container.
+fn containers() -> (String, String) {
+    (cilium_container(), systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER))
+}
 
 fn audit(t: &TestCgroup, walk: &str) -> Value {
     let run = agent(&["audit", "--output", "json", "--walk", walk, "--cgroup-root", t.path.to_str().unwrap()]);
@@ -30,8 +29,8 @@ fn both_walks_give_the_same_report_on_a_busy_tree() {
         return;
     }
     let t = TestCgroup::new("walks");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
-    let other_ctr = t.mkdir(&format!("{OTHER_POD}/cri-containerd-{OTHER_CONTAINER}.scope"));
+    let (ctr, other_ctr) = containers();
+    let (ctr, other_ctr) = (t.mkdir(&ctr), t.mkdir(&other_ctr));
     let slice = t.path.join("kubepods.slice");
     // Socket LB at the root, half by bpf_link; the same programs misattached
     // to a container (the seed's failure); runtime device programs with both
@@ -85,8 +84,9 @@ fn a_missing_root_program_is_seen_the_same_way_by_both() {
     }
     // Only below the root: pods have no effective connect program.
     let t = TestCgroup::new("walks-missing");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
-    t.mkdir(&format!("{OTHER_POD}/cri-containerd-{OTHER_CONTAINER}.scope"));
+    let (ctr, other_ctr) = containers();
+    let ctr = t.mkdir(&ctr);
+    t.mkdir(&other_ctr);
     let lb = load_cilium_socket_lb();
     let _below: Vec<Attached> = lb.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
     let iter = audit(&t, "bpf-iter");
@@ -147,8 +147,9 @@ fn when_the_kernel_pass_cannot_run_the_default_walk_falls_back_and_says_why() {
         return;
     }
     let t = TestCgroup::new("walks-fallback");
-    let ctr = t.mkdir(&format!("{POD}/{CTR}"));
-    t.mkdir(&format!("{OTHER_POD}/cri-containerd-{OTHER_CONTAINER}.scope"));
+    let (ctr, other_ctr) = containers();
+    let ctr = t.mkdir(&ctr);
+    t.mkdir(&other_ctr);
     let lb = load_cilium_socket_lb();
     let _below: Vec<Attached> = lb.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
     let dev = Prog::load("", "device");

@@ -8,11 +8,13 @@
 //! - `cargo xtask image`: the container image, built offline with podman.
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
-//! The agent embeds its eBPF object, built by agent/build.rs with nightly's
+//! The agent embeds its eBPF objects, built by agent/build.rs with nightly's
 //! `rust-src` and `bpf-linker`. Prebuilt bpf-linker downloads are not
 //! reachable from every machine, so it is built here against the nightly
-//! toolchain's own libLLVM (see shared/TOOLCHAIN.md) into a tools directory
-//! (`$CGAUDIT_TOOLS`, default `~/.cache/cgaudit/tools`) shared by clones.
+//! toolchain's own libLLVM (bpf-linker's LLVM must be the one rustc emits
+//! bitcode with: LLVM 22 for nightly 1.97, hence `--features llvm-22`) into
+//! a tools directory (`$CGAUDIT_TOOLS`, default `~/.cache/cgaudit/tools`)
+//! shared by clones.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

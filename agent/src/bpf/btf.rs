@@ -173,8 +173,9 @@ impl<'a> Types<'a> {
     }
 
     /// Byte offset of `path` (`"bpf.progs"`) in struct `strukt`, and the
-    /// type of the last member. The first name of `alternatives` that
-    /// exists is used for each step (`__parent` was `parent` before 6.15).
+    /// type of the last member. A step may name alternatives separated by
+    /// `|`; the first that exists is used (`__parent|parent`: the member was
+    /// `parent` before 6.15).
     pub fn offset_of(&self, strukt: &str, path: &str) -> Result<(u32, u32), BtfError> {
         let mut id = self.find_struct(strukt)?;
         let mut total = 0;

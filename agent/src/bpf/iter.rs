@@ -398,9 +398,9 @@ fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
 
 /// Bytes to reserve per cgroup for the copied records: ~200 on the
 /// benchmark's kubepods trees (an 85-byte scope name, a program or two),
-/// with room to spare. Reserved once, the copy does not double as it grows,
-/// which at 50,000 cgroups held both copies at once (41 MiB peak, now 35);
-/// reserved pages that are never written cost no memory.
+/// with room to spare. Reserved once, the copy does not double as it grows
+/// (which would hold both copies at once); reserved pages that are never
+/// written cost no memory.
 const RECORD_ESTIMATE: u64 = 4 + CGROUP_RECORD_HEADER as u64 + 160;
 
 /// Runs the pass (one `read(2)` of the iterator, on its own thread) while

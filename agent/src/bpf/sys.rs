@@ -319,7 +319,7 @@ pub fn cgroup_link_info(fd: BorrowedFd<'_>) -> Result<Option<CgroupLinkInfo>> {
 // ---------------------------------------------------------------------------
 // Commands that change kernel state. The audit never calls these; they exist
 // for remediation (detach) and for the test suite's fixtures (load, attach,
-// link, pin), so that the test crate needs no unsafe code of its own.
+// link, pin), so that the fixtures issue no bpf(2) of their own.
 
 /// `BPF_BTF_LOAD` of a raw BTF blob.
 pub fn btf_load(data: &[u8]) -> Result<OwnedFd> {

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use integration_tests::*;
 
-const CTR: &str = "/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d/5cecdc399e2fa339d62a5b276331d8a5875fff7898a09d1ba1f5d710ecb12f13";
 const MISATTACHED: &str = r#"cgaudit_socket_lb_misattached{attach_type="connect4"}"#;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -27,7 +26,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// `phase` first, so it does not always land right after an audit (the
 /// previous detach was just seen), which would bias polling to a full interval.
 fn latencies(d: &Daemon, t: &TestCgroup, n: usize, phase: Duration) -> Vec<Duration> {
-    let ctr = t.mkdir(CTR);
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
     let prog = Prog::load("cil_sock4_connect", "connect4");
     let mut out = Vec::with_capacity(n);
     let mut seed = std::process::id() as u64 | 1;
@@ -39,30 +38,19 @@ fn latencies(d: &Daemon, t: &TestCgroup, n: usize, phase: Duration) -> Vec<Durat
         std::thread::sleep(phase.mul_f64((seed % 1000) as f64 / 1000.0));
         let start = Instant::now();
         let a = Attached::new(&ctr, &prog, ALLOW_MULTI);
-        let seen = wait_fast(Duration::from_secs(30), || {
+        let seen = poll_until(Duration::from_secs(30), Duration::from_millis(2), || {
             http_get(d.addr, "/metrics").is_some_and(|(_, m)| metric_value(&m, MISATTACHED) == Some(1.0))
         });
         assert!(seen, "attach {i} never showed:\n{}", d.logs());
         out.push(start.elapsed());
         drop(a);
-        let cleared = wait_fast(Duration::from_secs(30), || {
+        let cleared = poll_until(Duration::from_secs(30), Duration::from_millis(2), || {
             http_get(d.addr, "/metrics").is_some_and(|(_, m)| metric_value(&m, MISATTACHED).is_none())
         });
         assert!(cleared, "detach {i} never cleared");
     }
     out.sort();
     out
-}
-
-fn wait_fast(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    false
 }
 
 fn proc_field(pid: u32, file: &str, key: &str) -> Option<u64> {

@@ -1,0 +1,67 @@
+//! Snapshots for the rules' and the report's unit tests: a node with
+//! nothing on it, and builders that add programs and attachments.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::bpf::programs::Program;
+use crate::bpf::{AttachFlags, AttachType, ProgType};
+use crate::cgroup::{AuditRoot, RootKind};
+use crate::snapshot::{Attachment, Snapshot};
+
+pub const POD: &str =
+    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
+pub const CTR: &str = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice/cri-containerd-fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910.scope";
+pub const CTR_ID: u64 = 4242;
+
+pub fn at(n: &str) -> AttachType {
+    AttachType::from_name(n).unwrap()
+}
+
+/// A node with nothing on it; builders below add to it.
+pub fn node() -> Snapshot {
+    Snapshot {
+        node: "n1".into(),
+        kernel: "6.18".into(),
+        root: AuditRoot { path: PathBuf::from("/sys/fs/cgroup"), cgroup_id: 1, kind: RootKind::Hierarchy, note: None },
+        cgroups_scanned: 3,
+        cgroups_vanished: 0,
+        walk: crate::snapshot::WalkInfo { method: crate::snapshot::WalkUsed::BpfIter, fallback: None, passes: 1 },
+        unsupported_attach_types: Vec::new(),
+        attachments: Vec::new(),
+        programs: BTreeMap::new(),
+        cgroup_links: Vec::new(),
+        pods: Vec::new(),
+        mounts: Vec::new(),
+        cni_processes: Vec::new(),
+        reference_cgroupns: Some(100),
+        reference_ns_is_pid1: true,
+        processes: BTreeMap::new(),
+        cgroup_paths: BTreeMap::new(),
+        events: Vec::new(),
+        errors: Vec::new(),
+    }
+}
+
+pub fn prog(s: &mut Snapshot, id: u32, name: &str, prog_type: ProgType) {
+    s.programs.insert(id, Program::new(id, name, prog_type));
+}
+
+pub fn attach(s: &mut Snapshot, cgroup: &str, cgroup_id: u64, hook: &str, prog_id: u32) {
+    s.attachments.push(Attachment {
+        cgroup: cgroup.into(),
+        cgroup_id,
+        attach_type: at(hook),
+        attach_flags: AttachFlags::Multi,
+        prog_id,
+        link_id: None,
+    });
+}
+
+/// Cilium's connect4/connect6 programs attached to `cgroup`.
+pub fn cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
+    prog(s, 10, "cil_sock4_connect", ProgType::CgroupSockAddr);
+    prog(s, 11, "cil_sock6_connect", ProgType::CgroupSockAddr);
+    attach(s, cgroup, cgroup_id, "connect4", 10);
+    attach(s, cgroup, cgroup_id, "connect6", 11);
+}

@@ -1,0 +1,86 @@
+//! Test cgroups: the real cgroup-v2 root in our view, and subtrees made for
+//! one test and removed on drop.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::unique;
+
+/// The mount point of the real cgroup-v2 root (top inode 1) in our view.
+pub fn cgroup2_root() -> PathBuf {
+    let text = fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
+    let mounts = agent::mounts::parse_mountinfo(&text).expect("parse mountinfo");
+    mounts
+        .into_iter()
+        .filter(|m| m.is_cgroup2())
+        .map(|m| m.mount_point)
+        .find(|p| fs::metadata(p).map(|m| m.ino() == 1).unwrap_or(false))
+        .expect("no cgroup2 mount whose top is the hierarchy root")
+}
+
+/// A cgroup subtree created for one test and removed, deepest first, on drop.
+/// Processes still inside are killed so the removal cannot fail on them.
+pub struct TestCgroup {
+    pub path: PathBuf,
+}
+
+impl TestCgroup {
+    /// `<cgroup2 root>/cgaudit-test-<tag>-<pid>-<n>`.
+    pub fn new(tag: &str) -> TestCgroup {
+        let path = cgroup2_root().join(unique(tag));
+        fs::create_dir(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+        TestCgroup { path }
+    }
+
+    /// Creates `rel` (and its parents) below this cgroup.
+    pub fn mkdir(&self, rel: &str) -> PathBuf {
+        let p = self.path.join(rel.trim_start_matches('/'));
+        fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+        p
+    }
+
+    pub fn id(&self) -> u64 {
+        cgroup_id(&self.path)
+    }
+}
+
+pub fn cgroup_id(path: &Path) -> u64 {
+    fs::metadata(path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display())).ino()
+}
+
+pub fn open_dir(path: &Path) -> OwnedFd {
+    fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display())).into()
+}
+
+fn remove_tree(path: &Path) {
+    let Ok(entries) = fs::read_dir(path) else { return };
+    for e in entries.flatten() {
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            remove_tree(&e.path());
+        }
+    }
+    for _ in 0..100 {
+        match fs::remove_dir(path) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => {
+                if let Ok(procs) = fs::read_to_string(path.join("cgroup.procs")) {
+                    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    eprintln!("WARNING: could not remove test cgroup {}", path.display());
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        remove_tree(&self.path);
+    }
+}

@@ -1,0 +1,110 @@
+//! `agent run` under test: started on a free loopback port, scraped over
+//! plain HTTP, killed on drop.
+
+use std::fs;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::spawn::agent_bin;
+
+/// Polls `f` every 20 ms until it returns true or `timeout` passes.
+pub fn wait_until(timeout: Duration, f: impl FnMut() -> bool) -> bool {
+    poll_until(timeout, Duration::from_millis(20), f)
+}
+
+/// Polls `f` every `every` until it returns true or `timeout` passes (the
+/// benchmark polls faster, to time what it waits for).
+pub fn poll_until(timeout: Duration, every: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(every);
+    }
+    false
+}
+
+/// A plain HTTP/1.0 GET against the daemon on loopback: (status, body).
+pub fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let status = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Some((status, body))
+}
+
+/// A free loopback port (bound then released; the daemon binds it next).
+pub fn free_addr() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr")
+}
+
+/// `agent run`, killed on drop if it is still running.
+pub struct Daemon {
+    pub child: Child,
+    pub addr: std::net::SocketAddr,
+    pub log: tempfile::NamedTempFile,
+}
+
+impl Daemon {
+    /// Starts `agent run --listen <free port> <args>` and waits for /healthz.
+    pub fn start(args: &[&str]) -> Daemon {
+        let addr = free_addr();
+        let log = tempfile::NamedTempFile::new().expect("log file");
+        let child = Command::new(agent_bin())
+            .arg("run")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().expect("log file"))
+            .spawn()
+            .expect("spawn agent run");
+        let d = Daemon { child, addr, log };
+        let up = wait_until(Duration::from_secs(10), || http_get(d.addr, "/healthz").is_some_and(|(s, _)| s == 200));
+        assert!(up, "agent run never answered /healthz:\n{}", d.logs());
+        d
+    }
+
+    pub fn logs(&self) -> String {
+        fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.addr, path).unwrap_or_else(|| panic!("GET {path} failed:\n{}", self.logs()))
+    }
+
+    /// The value of the first series whose line starts with `prefix`
+    /// (name and, optionally, the beginning of its labels).
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(&self.get("/metrics").1, series)
+    }
+}
+
+/// Finds a series in a Prometheus text scrape: `name` or `name{` + label
+/// matchers given as `key="value"` fragments that must all be present.
+pub fn metric_value(scrape: &str, series: &str) -> Option<f64> {
+    let (name, labels) = series.split_once('{').map_or((series, ""), |(n, l)| (n, l.trim_end_matches('}')));
+    let wanted: Vec<&str> = labels.split("\",").map(|l| l.trim_end_matches('"')).filter(|l| !l.is_empty()).collect();
+    scrape.lines().filter(|l| !l.starts_with('#')).find_map(|line| {
+        let (head, value) = line.rsplit_once(' ')?;
+        let (n, l) = head.split_once('{').map_or((head, ""), |(n, l)| (n, l));
+        (n == name && wanted.iter().all(|w| l.contains(&format!("{w}\"")))).then(|| value.parse().ok())?
+    })
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

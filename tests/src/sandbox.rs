@@ -1,0 +1,76 @@
+//! Sandbox "nodes": a PID and mount namespace whose PID 1 is ours.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::spawn::{Run, agent_bin, run};
+
+/// A stand-in node: a PID namespace whose PID 1 is a shell of ours, with its
+/// own mount namespace (private propagation) and `/proc`. Its PID 1 is what a
+/// hostPID DaemonSet pod sees as the node's init, and `/proc/1/root`,
+/// `/proc/1/ns/*` are open to us, unlike the real PID 1 on these machines.
+pub struct Sandbox {
+    child: Child,
+    /// Host pid of the sandbox's PID 1.
+    pub pid1: u32,
+}
+
+impl Sandbox {
+    /// Starts the sandbox; `setup` runs in its PID 1 before it idles, and
+    /// the sandbox is ready once `setup` has finished.
+    pub fn new(setup: &str) -> Sandbox {
+        Self::with_init(setup, "sleep infinity")
+    }
+
+    /// Like `new`, with PID 1 idling as `init` (e.g. under another uid).
+    pub fn with_init(setup: &str, init: &str) -> Sandbox {
+        let script = format!("set -e\n{setup}\necho ready\nexec {init}\n");
+        let mut child = Command::new("unshare")
+            .args(["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn unshare");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read sandbox output");
+        let pid1 = fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()));
+        let mut sb = Sandbox { child, pid1: pid1.unwrap_or(0) };
+        if line.trim() != "ready" || sb.pid1 == 0 {
+            let status = sb.child.wait();
+            panic!("sandbox setup failed ({status:?}): {setup}");
+        }
+        sb
+    }
+
+    /// A command run inside the sandbox's PID and mount namespaces.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg("--target").arg(self.pid1.to_string()).args(["--pid", "--mount", "--"]).arg(program).args(args);
+        c
+    }
+
+    /// `agent <args>` as a hostPID pod on this "node" would run it.
+    pub fn agent(&self, args: &[&str]) -> Run {
+        run(self.command(&agent_bin(), args))
+    }
+
+    /// A path of the sandbox's mount namespace, reachable from ours.
+    pub fn path(&self, p: &str) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root{}", self.pid1, p))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // Killing PID 1 of a PID namespace kills everything in it; the mount
+        // namespace and its mounts go with the last process.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid1 as i32), nix::sys::signal::SIGKILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

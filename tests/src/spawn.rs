@@ -1,0 +1,63 @@
+//! Running the agent binary under test and reading what it printed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where the agent binary is: `$CGAUDIT_AGENT` (set by `cargo xtask test`),
+/// else next to this test binary's directory.
+pub fn agent_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("CGAUDIT_AGENT") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let p = exe.parent().and_then(Path::parent).map(|d| d.join("agent")).expect("target dir");
+    assert!(
+        p.is_file(),
+        "agent binary not found at {}: build it first (`cargo build -p agent`) or run `cargo xtask test`",
+        p.display()
+    );
+    p
+}
+
+/// A finished agent run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("agent output is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+}
+
+/// Panics when an error line repeats one of its ": "-separated parts, as
+/// "--cgroup-root /x: no such directory: /x: no such directory" did when
+/// an error both quoted its cause and returned it as `source()`.
+pub fn assert_says_each_thing_once(stderr: &str) {
+    for line in stderr.lines() {
+        let parts: Vec<&str> = line.split(": ").map(str::trim).filter(|p| p.len() > 3).collect();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(!parts[i + 1..].contains(p), "{p:?} is said twice in: {line}");
+        }
+    }
+}
+
+pub fn run(mut cmd: Command) -> Run {
+    let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `agent <args>` from the test's own namespaces.
+pub fn agent(args: &[&str]) -> Run {
+    let mut c = Command::new(agent_bin());
+    c.args(args);
+    run(c)
+}
