@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use agent::bpf::AttachType;
 use agent::bpf::sys;
 use aya_obj::btf::{Btf, BtfType, Func, FuncLinkage, FuncProto, Int, IntEncoding};
-use aya_obj::generated::bpf_prog_type;
+use aya_obj::generated::{bpf_func_info, bpf_prog_type};
 
 use crate::cgroup::open_dir;
 
@@ -55,7 +55,7 @@ impl Prog {
         // mov64 r0, 1 ; exit
         let insns = [0xb7u64 | (1u64 << 32), 0x95];
         let btf_fd;
-        let mut btf_arg = None;
+        let mut func_info = Vec::new();
         if !name.is_empty() {
             let mut btf = Btf::new();
             let int = btf.add_string("int");
@@ -63,15 +63,19 @@ impl Prog {
             let proto = btf.add_type(BtfType::FuncProto(FuncProto::new(Vec::new(), int_id)));
             let fname = btf.add_string(name);
             let func = btf.add_type(BtfType::Func(Func::new(fname, proto, FuncLinkage::Static)));
-            btf_fd = sys::btf_load(&btf.to_bytes()).expect("BPF_BTF_LOAD");
-            btf_arg = Some((btf_fd.as_fd(), func));
+            btf_fd = Some(sys::btf_load(&btf.to_bytes()).expect("BPF_BTF_LOAD"));
+            func_info.push(bpf_func_info { insn_off: 0, type_id: func });
+        } else {
+            btf_fd = None;
         }
         let fd = sys::prog_load(&sys::ProgLoad {
             prog_type: prog_type_for(hook),
             expected_attach_type: at.kernel_value(),
+            attach_btf_id: 0,
             name,
+            license: c"GPL",
             insns: &insns,
-            btf: btf_arg,
+            btf: btf_fd.as_ref().map(|fd| sys::ProgBtf { fd: fd.as_fd(), func_info: &func_info, line_info: &[] }),
         })
         .unwrap_or_else(|e| panic!("load {name} for {hook}: {e}"));
         let id = sys::prog_info(fd.as_fd()).expect("prog info").id;

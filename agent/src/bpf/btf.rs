@@ -1,5 +1,5 @@
 //! Reading raw BTF: the name of one type in a program's blob, and struct
-//! member offsets and enum values in the kernel's own (`/sys/kernel/btf/vmlinux`).
+//! member offsets, enum values and function ids in the kernel's own.
 //!
 //! The kernel truncates program names to 15 bytes (`cil_sock4_conne`); the
 //! full name is the name of the entry point's `BTF_KIND_FUNC`, which is what
@@ -23,6 +23,12 @@ fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
     })
 }
 
+/// The NUL-terminated string at `off` of a string section.
+fn str_in(strings: &[u8], off: u32) -> &[u8] {
+    let rest = strings.get(off as usize..).unwrap_or(&[]);
+    &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+}
+
 /// The name of type `type_id` in a raw BTF blob, or `None` if the blob is
 /// malformed, the id is out of range, or the type is anonymous.
 pub fn type_name(data: &[u8], type_id: u32) -> Option<String> {
@@ -31,12 +37,15 @@ pub fn type_name(data: &[u8], type_id: u32) -> Option<String> {
     (!name.is_empty()).then(|| name.to_owned())
 }
 
-/// An index over one BTF blob: where each type's record starts.
+/// An index over one BTF blob: where each type's record starts, and the
+/// ids of the named types asked for when it was made.
 pub struct Types<'a> {
     types: &'a [u8],
     strings: &'a [u8],
     /// Byte offset in `types` of type id `i + 1`.
     offsets: Vec<u32>,
+    /// (kind, name) -> first id, for the names given to `parse_indexed`.
+    named: std::collections::HashMap<(u32, &'a [u8]), u32>,
 }
 
 const KIND_INT: u32 = 1;
@@ -64,6 +73,13 @@ pub enum BtfError {
 
 impl<'a> Types<'a> {
     pub fn parse(data: &'a [u8]) -> Result<Types<'a>, BtfError> {
+        Types::parse_indexed(data, &[])
+    }
+
+    /// Parses, and in the same pass notes the ids of the structs, unions,
+    /// enums and functions named in `names`: the kernel's BTF has ~150,000
+    /// types, and a lookup by name is otherwise a walk over all of them.
+    pub fn parse_indexed(data: &'a [u8], names: &[&str]) -> Result<Types<'a>, BtfError> {
         let bad = || BtfError::Malformed;
         let magic = data.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]])).ok_or_else(bad)?;
         if magic != BTF_MAGIC {
@@ -74,22 +90,31 @@ impl<'a> Types<'a> {
         let (type_off, type_len, str_off, str_len) = (field(8)?, field(12)?, field(16)?, field(20)?);
         let types = data.get(hdr_len + type_off..hdr_len + type_off + type_len).ok_or_else(bad)?;
         let strings = data.get(hdr_len + str_off..hdr_len + str_off + str_len).ok_or_else(bad)?;
+        let wanted: std::collections::HashSet<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+        let lengths: std::collections::HashSet<usize> = wanted.iter().map(|n| n.len()).collect();
+        let mut named = std::collections::HashMap::new();
         let mut offsets = Vec::with_capacity(type_len / 24);
         let mut off = 0usize;
         while off + 12 <= types.len() {
             offsets.push(off as u32);
             let info = u32_at(types, off + 4).ok_or_else(bad)?;
+            let kind = (info >> 24) & 0x1f;
+            if !wanted.is_empty() && matches!(kind, KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FUNC) {
+                let name = str_in(strings, u32_at(types, off).ok_or_else(bad)?);
+                if lengths.contains(&name.len()) && wanted.contains(name) {
+                    named.entry((kind, name)).or_insert(offsets.len() as u32);
+                }
+            }
             // A kind newer than this reader: the types before it are still
             // indexed, the ones after it cannot be reached.
-            let Some(len) = trailing_len((info >> 24) & 0x1f, (info & 0xffff) as usize) else { break };
+            let Some(len) = trailing_len(kind, (info & 0xffff) as usize) else { break };
             off += 12 + len;
         }
-        Ok(Types { types, strings, offsets })
+        Ok(Types { types, strings, offsets, named })
     }
 
     fn str_at(&self, off: u32) -> &'a [u8] {
-        let rest = self.strings.get(off as usize..).unwrap_or(&[]);
-        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+        str_in(self.strings, off)
     }
 
     /// (name offset, kind, vlen, kind_flag, size_or_type, byte offset of
@@ -109,6 +134,9 @@ impl<'a> Types<'a> {
 
     /// The id of the first type of `kind` named `name`.
     fn find(&self, kind: u32, name: &str) -> Option<u32> {
+        if let Some(&id) = self.named.get(&(kind, name.as_bytes())) {
+            return Some(id);
+        }
         (1..=self.offsets.len() as u32)
             .find(|&id| self.header(id).is_some_and(|h| h.1 == kind && self.str_at(h.0) == name.as_bytes()))
     }
@@ -378,6 +406,19 @@ mod tests {
         assert_eq!(types.offset_of("cgroup", "kn").unwrap_err(), BtfError::Missing("struct cgroup".into()));
         assert_eq!(types.enum_values("bpf_attach_type").unwrap_err(), BtfError::Missing("enum bpf_attach_type".into()));
         assert!(Types::parse(b"definitely not btf").is_err());
+    }
+
+    #[test]
+    fn an_indexed_parse_finds_what_a_scan_finds() {
+        let data = kernel_blob("__parent");
+        let plain = Types::parse(&data).unwrap();
+        let indexed =
+            Types::parse_indexed(&data, &["kernfs_node", "cgroup_bpf_attach_type", "bpf_iter_cgroup"]).unwrap();
+        assert_eq!(indexed.named.len(), 3);
+        assert_eq!(indexed.func_id("bpf_iter_cgroup"), plain.func_id("bpf_iter_cgroup"));
+        assert_eq!(indexed.offset_of("kernfs_node", "id"), plain.offset_of("kernfs_node", "id"));
+        assert_eq!(indexed.enum_values("cgroup_bpf_attach_type"), plain.enum_values("cgroup_bpf_attach_type"));
+        assert_eq!(indexed.struct_size("kernfs_node").unwrap(), 72);
     }
 
     #[test]

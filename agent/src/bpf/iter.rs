@@ -4,24 +4,24 @@
 //! programs through a ring buffer. It replaces tens of `BPF_PROG_QUERY` calls
 //! and an `openat`/`getdents` per cgroup with one pass under `cgroup_mutex`.
 //!
-//! Kernel struct offsets come from `/sys/kernel/btf/vmlinux` at load time.
+//! Kernel struct offsets come from the running kernel's BTF at load time.
 //! Anything missing (kernel before 6.1, no BTF, a renamed member, a failed
 //! kernel read) is an `IterError` and the caller falls back to the syscall
-//! walk; records are never guessed.
+//! walk; records are never guessed. The program is loaded by `object`, not
+//! aya's loader, so a one-shot audit pays no full parse of the kernel's BTF.
 
 use std::fs;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Mutex;
 
-use aya::Btf;
-use aya::maps::{Array, MapData, RingBuf};
-use aya::programs::Iter;
+use aya::maps::{Array, Map, MapData, RingBuf};
+use aya_obj::generated::{bpf_attach_type, bpf_prog_type};
 
 use super::AttachType;
 use super::btf::{BtfError, Types};
 use super::bytes::{u32_at, u64_at};
-use super::loader;
+use super::object::{self, Spec};
 use super::sys;
 
 pub use agent_common::cgroup_iter::KernelLayout;
@@ -40,7 +40,7 @@ const _: () = {
     assert!(offset_of!(HookRecord, link_id) == 20 && offset_of!(HookRecord, flags) == 24);
 };
 
-const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+const VMLINUX: &str = sys::KERNEL_BTF;
 
 /// Why the in-kernel walk could not give an answer.
 #[derive(Debug, thiserror::Error)]
@@ -239,42 +239,60 @@ fn count_cgroups(root: BorrowedFd<'_>) -> Option<u64> {
     Some(n + 1)
 }
 
-/// The kernel's own BTF. Through bpf(2) it is one copy; the sysfs file
-/// hands it out 4 KiB per read (~1,350 reads, 40 ms here), the fallback.
-fn vmlinux_btf() -> Result<Vec<u8>, IterError> {
+/// The kernel's own BTF: mapped where the kernel allows it (6.16+; only
+/// the pages read are touched, nothing is copied), else one copy through
+/// bpf(2), else the sysfs file read 4 KiB at a time (~1,350 reads).
+enum KernelBtf {
+    Mapped(sys::KernelBtfMap),
+    Copied(Vec<u8>),
+}
+
+impl std::ops::Deref for KernelBtf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            KernelBtf::Mapped(m) => m,
+            KernelBtf::Copied(v) => v,
+        }
+    }
+}
+
+fn kernel_btf() -> Result<KernelBtf, IterError> {
+    if let Ok(m) = sys::map_kernel_btf() {
+        return Ok(KernelBtf::Mapped(m));
+    }
     for id in sys::ids(sys::Objects::Btf) {
         let Ok(fd) = sys::btf_fd_by_id(id?) else { continue };
         if sys::btf_is_vmlinux(fd.as_fd())? {
-            return Ok(sys::btf_data(fd.as_fd())?);
+            return Ok(KernelBtf::Copied(sys::btf_data(fd.as_fd())?));
         }
     }
-    fs::read(VMLINUX).map_err(IterError::NoBtf)
+    fs::read(VMLINUX).map(KernelBtf::Copied).map_err(IterError::NoBtf)
 }
 
-/// What aya's `Iter::load` reads from the kernel BTF it is given: only the
-/// id of the `bpf_iter_cgroup` function (`id_by_type_name_kind`). Parsing
-/// all of vmlinux into aya's types costs ~20 ms and ~35 MiB per load, so it
-/// gets a stand-in whose type `func_id` is that function and whose other
-/// types are placeholders. The id itself comes from the kernel's BTF.
-fn attach_target(func_id: u32) -> Btf {
-    use aya_obj::btf::{BtfType, Func, FuncLinkage, Ptr};
-    let mut btf = Btf::new();
-    let name = btf.add_string("bpf_iter_cgroup");
-    for _ in 1..func_id {
-        btf.add_type(BtfType::Ptr(Ptr::new(0, 0)));
-    }
-    btf.add_type(BtfType::Func(Func::new(name, 0, FuncLinkage::Static)));
-    btf
-}
+/// The named types `kernel_layout` looks up, indexed in the one pass over
+/// the kernel's BTF.
+const KERNEL_TYPES: &[&str] = &[
+    "cgroup",
+    "kernfs_node",
+    "bpf_prog_list",
+    "bpf_cgroup_link",
+    "bpf_link",
+    "bpf_prog",
+    "bpf_prog_aux",
+    "bpf_prog_array",
+    "bpf_prog_array_item",
+    "cgroup_bpf_attach_type",
+    "bpf_attach_type",
+    "bpf_iter_cgroup",
+];
 
 /// The kernel's layout and the program's attach target, made once per
-/// process (`shared`): each `walk` then only loads the program (through the
-/// process's loader, `bpf::loader`).
+/// process (`shared`): each `walk` then only loads the program.
 pub struct Walker {
     kernel: Kernel,
-    btf: Btf,
-    /// The value of the program's `LAYOUT` global, for the process's loader.
-    layout: &'static KernelLayout,
+    /// The BTF id of `bpf_iter_cgroup`, the iterator the program attaches to.
+    target: u32,
 }
 
 /// The process's walker, or why it cannot be made: the daemon audits many
@@ -284,14 +302,11 @@ static SHARED: Mutex<Option<Result<Walker, String>>> = Mutex::new(None);
 
 impl Walker {
     pub fn new() -> Result<Walker, IterError> {
-        let data = vmlinux_btf()?;
-        let types = Types::parse(&data)?;
+        let data = kernel_btf()?;
+        let types = Types::parse_indexed(&data, KERNEL_TYPES)?;
         let kernel = kernel_layout(&types)?;
-        let btf = attach_target(types.func_id("bpf_iter_cgroup")?);
-        // The process's loader keeps the global's value for its lifetime:
-        // one 84-byte copy per walker, and there is one walker per process.
-        let layout: &'static KernelLayout = Box::leak(Box::new(kernel.layout));
-        Ok(Walker { kernel, btf, layout })
+        let target = types.func_id("bpf_iter_cgroup")?;
+        Ok(Walker { kernel, target })
     }
 
     /// Runs `f` with the process's walker, making it on first use.
@@ -311,13 +326,13 @@ impl Walker {
     /// once per cgroup in pre-order (parents before children). `visit` runs
     /// only after a complete pass: never on a partial one.
     pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
-        walk(self.layout, &self.btf, root, visit)
+        walk(&self.kernel.layout, self.target, root, visit)
     }
 }
 
 fn walk(
-    layout: &'static KernelLayout,
-    btf: &Btf,
+    layout: &KernelLayout,
+    target: u32,
     root: BorrowedFd<'_>,
     mut visit: impl FnMut(IterCgroup),
 ) -> Result<IterStats, IterError> {
@@ -326,23 +341,25 @@ fn walk(
     let mut stats = IterStats::default();
     loop {
         stats.passes += 1;
-        let mut ebpf = loader::with_loader(|l| {
-            l.override_global("LAYOUT", layout, false).map_max_entries("CGROUP_RECORDS", size).load(OBJECT)
-        })
-        .map_err(|e| IterError::Load(super::one_line(&e)))?;
-        let prog: &mut Iter = ebpf
-            .program_mut("cgroup_walk")
-            .ok_or_else(|| IterError::Load("cgroup_walk missing from the object".into()))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| IterError::Load(super::one_line(&e)))?;
-        prog.load("cgroup", btf).map_err(|e| IterError::Load(super::one_line(&e)))?;
-        let prog_fd = prog.fd().map_err(|e| IterError::Load(super::one_line(&e)))?;
-        let link = sys::cgroup_iter_link_create(prog_fd.as_fd(), root)?;
+        let mut loaded = object::load(
+            OBJECT,
+            &Spec {
+                program: "cgroup_walk",
+                prog_type: bpf_prog_type::BPF_PROG_TYPE_TRACING as u32,
+                expected_attach_type: bpf_attach_type::BPF_TRACE_ITER as u32,
+                attach_btf_id: target,
+                globals: &[("LAYOUT", sys::pod_bytes(layout))],
+                max_entries: &[("CGROUP_RECORDS", size)],
+            },
+        )
+        .map_err(|e| IterError::Load(e.to_string()))?;
+        let link = sys::cgroup_iter_link_create(loaded.prog.as_fd(), root)?;
         let reader = fs::File::from(sys::iter_create(link.as_fd())?);
-        let mut records: RingBuf<MapData> = take(&mut ebpf, "CGROUP_RECORDS")?;
+        let records = loaded.take_map("CGROUP_RECORDS").map(Map::RingBuf);
+        let mut records: RingBuf<MapData> = typed(records, "CGROUP_RECORDS")?;
         let raw = run_pass(reader, &mut records, cgroups)?;
 
-        let status: Array<MapData, u64> = take(&mut ebpf, "STATUS")?;
+        let status: Array<MapData, u64> = typed(loaded.take_map("STATUS").map(Map::Array), "STATUS")?;
         let slot = |i| status.get(&i, 0).unwrap_or(0);
         let (dropped, failed) = (slot(STATUS_DROPPED), slot(STATUS_FAILED));
         if failed > 0 {
@@ -356,7 +373,7 @@ fn walk(
             size = size.saturating_mul(4).min(MAX_BUFFER);
             continue;
         }
-        drop((records, ebpf));
+        drop((records, link, loaded));
         let mut current: Option<IterCgroup> = None;
         let mut rest = raw.as_slice();
         while let Some(len) = u32_at(rest, 0) {
@@ -388,11 +405,9 @@ fn walk(
     }
 }
 
-fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
-    ebpf: &mut aya::Ebpf,
-    name: &str,
-) -> Result<T, IterError> {
-    let map = ebpf.take_map(name).ok_or_else(|| IterError::Load(format!("{name} missing from the object")))?;
+/// A map of the loaded object as the reader's type.
+fn typed<T: TryFrom<Map, Error = aya::maps::MapError>>(map: Option<Map>, name: &str) -> Result<T, IterError> {
+    let map = map.ok_or_else(|| IterError::Load(format!("{name} missing from the object")))?;
     map.try_into().map_err(|e: aya::maps::MapError| IterError::Load(format!("{name}: {e}")))
 }
 

@@ -6,6 +6,7 @@ pub mod bytes;
 pub mod command;
 pub mod iter;
 pub mod loader;
+pub mod object;
 pub mod prog_type;
 pub mod programs;
 pub mod query;

@@ -17,7 +17,8 @@ use std::mem::{self, size_of};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use aya_obj::generated::{
-    BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info, bpf_link_type, bpf_prog_info,
+    BPF_F_QUERY_EFFECTIVE, bpf_attr, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_line_info, bpf_link_info, bpf_link_type,
+    bpf_prog_info,
 };
 
 /// A failed bpf(2) command, named as the kernel UAPI names it, with the
@@ -330,41 +331,116 @@ pub fn btf_load(data: &[u8]) -> Result<OwnedFd> {
     unsafe { sys_bpf_fd("BPF_BTF_LOAD", bpf_cmd::BPF_BTF_LOAD, &mut attr) }
 }
 
-/// What `BPF_PROG_LOAD` needs for a program without maps.
+/// What `BPF_PROG_LOAD` needs.
 pub struct ProgLoad<'a> {
     pub prog_type: u32,
     pub expected_attach_type: u32,
+    /// For tracing programs (iterators, fexit): the BTF id in the kernel's
+    /// BTF of the function or iterator target they attach to.
+    pub attach_btf_id: u32,
     /// At most 15 bytes; longer names are cut, as the kernel would refuse them.
     pub name: &'a str,
-    /// Raw `struct bpf_insn`s (8 bytes each).
+    pub license: &'a CStr,
+    /// Raw `struct bpf_insn`s (8 bytes each, as `insn_word` encodes them).
     pub insns: &'a [u64],
-    /// BTF object and the type id of a FUNC describing the entry point, so the
-    /// full name survives the kernel's 15-byte truncation.
-    pub btf: Option<(BorrowedFd<'a>, u32)>,
+    /// The program's own BTF and where its functions (and lines) start:
+    /// needed for subprograms called back by helpers (`bpf_loop`), and to
+    /// keep a full name past the kernel's 15-byte truncation.
+    pub btf: Option<ProgBtf<'a>>,
 }
 
-pub fn prog_load(p: &ProgLoad<'_>) -> Result<OwnedFd> {
-    let license = c"GPL";
-    let func = [bpf_func_info { insn_off: 0, type_id: p.btf.map_or(0, |b| b.1) }];
+pub struct ProgBtf<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub func_info: &'a [bpf_func_info],
+    pub line_info: &'a [bpf_line_info],
+}
+
+/// A program the kernel refused, with the end of the verifier's log.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}{}", verifier.as_deref().map(|v| format!(" (verifier: {v})")).unwrap_or_default())]
+pub struct LoadFailure {
+    pub error: SyscallError,
+    pub verifier: Option<String>,
+}
+
+/// The last meaningful line of a verifier log: what it refused.
+fn verdict(log: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+        })
+        .map(str::to_owned)
+}
+
+/// `BPF_PROG_LOAD`. A refused program is loaded again with the verifier's
+/// log on, once, so the failure says why.
+pub fn prog_load(p: &ProgLoad<'_>) -> std::result::Result<OwnedFd, LoadFailure> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_3.prog_type = p.prog_type;
     attr.__bindgen_anon_3.expected_attach_type = p.expected_attach_type;
+    attr.__bindgen_anon_3.attach_btf_id = p.attach_btf_id;
     attr.__bindgen_anon_3.insns = p.insns.as_ptr() as u64;
     attr.__bindgen_anon_3.insn_cnt = p.insns.len() as u32;
-    attr.__bindgen_anon_3.license = license.as_ptr() as u64;
+    attr.__bindgen_anon_3.license = p.license.as_ptr() as u64;
     let mut name = [0 as libc::c_char; 16];
     for (dst, src) in name.iter_mut().zip(p.name.bytes().take(15)) {
         *dst = src as libc::c_char;
     }
     attr.__bindgen_anon_3.prog_name = name;
-    if let Some((fd, _)) = p.btf {
-        attr.__bindgen_anon_3.prog_btf_fd = fd.as_raw_fd() as u32;
-        attr.__bindgen_anon_3.func_info = func.as_ptr() as u64;
-        attr.__bindgen_anon_3.func_info_cnt = 1;
+    if let Some(btf) = &p.btf {
+        attr.__bindgen_anon_3.prog_btf_fd = btf.fd.as_raw_fd() as u32;
+        attr.__bindgen_anon_3.func_info = btf.func_info.as_ptr() as u64;
+        attr.__bindgen_anon_3.func_info_cnt = btf.func_info.len() as u32;
         attr.__bindgen_anon_3.func_info_rec_size = size_of::<bpf_func_info>() as u32;
+        attr.__bindgen_anon_3.line_info = btf.line_info.as_ptr() as u64;
+        attr.__bindgen_anon_3.line_info_cnt = btf.line_info.len() as u32;
+        attr.__bindgen_anon_3.line_info_rec_size = size_of::<bpf_line_info>() as u32;
     }
-    // SAFETY: insns, license and func_info outlive the call and match their counts; the command returns a new fd.
-    unsafe { sys_bpf_fd("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut attr) }
+    let mut retry = attr;
+    // SAFETY: insns, license, func_info and line_info outlive the call and
+    // match their counts; the command returns a new fd.
+    let error = match unsafe { sys_bpf_fd("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut attr) } {
+        Ok(fd) => return Ok(fd),
+        Err(e) => e,
+    };
+    let mut log = vec![0u8; 1 << 16];
+    retry.__bindgen_anon_3.log_level = 1;
+    retry.__bindgen_anon_3.log_buf = log.as_mut_ptr() as u64;
+    retry.__bindgen_anon_3.log_size = log.len() as u32;
+    // SAFETY: as above, and log_buf points at log_size writable bytes.
+    match unsafe { sys_bpf_fd("BPF_PROG_LOAD", bpf_cmd::BPF_PROG_LOAD, &mut retry) } {
+        // Loaded the second time (the first failure was transient).
+        Ok(fd) => Ok(fd),
+        Err(_) => Err(LoadFailure { error, verifier: verdict(&log) }),
+    }
+}
+
+/// `BPF_MAP_UPDATE_ELEM` of key 0 of an array map, with `value` (exactly
+/// the map's value size).
+pub fn array_map_set(map: BorrowedFd<'_>, value: &[u8]) -> Result<()> {
+    let key = 0u32;
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_2.map_fd = map.as_raw_fd() as u32;
+    attr.__bindgen_anon_2.key = &key as *const u32 as u64;
+    attr.__bindgen_anon_2.__bindgen_anon_1.value = value.as_ptr() as u64;
+    // SAFETY: key and value point at the key and value sizes of an array
+    // map whose value size the caller matched; both outlive the call.
+    unsafe { sys_bpf("BPF_MAP_UPDATE_ELEM", bpf_cmd::BPF_MAP_UPDATE_ELEM, &mut attr) }.map(drop)
+}
+
+/// `BPF_MAP_FREEZE` (5.2): no more writes from userspace, so the verifier
+/// may treat the map's values as constants.
+pub fn map_freeze(map: BorrowedFd<'_>) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_2.map_fd = map.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_MAP_FREEZE", bpf_cmd::BPF_MAP_FREEZE, &mut attr) }.map(drop)
 }
 
 /// `BPF_PROG_ATTACH` of a program to a cgroup (legacy attachment: it outlives
@@ -459,6 +535,50 @@ pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
     attr.iter_create.link_fd = link.as_raw_fd() as u32;
     // SAFETY: no pointers in this command; the command returns a new fd.
     unsafe { sys_bpf_fd("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }
+}
+
+/// The kernel's own BTF, `/sys/kernel/btf/vmlinux`, mapped read-only
+/// (kernel 6.16+ lets it be mapped; before, reading it is the only way).
+pub struct KernelBtfMap {
+    ptr: std::ptr::NonNull<std::ffi::c_void>,
+    len: std::num::NonZeroUsize,
+}
+
+pub const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Maps the kernel's BTF: no copy, and only the pages read are touched.
+pub fn map_kernel_btf() -> io::Result<KernelBtfMap> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    let file = std::fs::File::open(KERNEL_BTF)?;
+    let len = std::num::NonZeroUsize::new(file.metadata()?.len() as usize)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "empty"))?;
+    // SAFETY: a private read-only mapping of a whole file we opened; the
+    // kernel's BTF never changes while the kernel runs, so the bytes the
+    // slice sees cannot change under it (the hazard of file mappings).
+    let ptr = unsafe { mmap(None, len, ProtFlags::PROT_READ, MapFlags::MAP_PRIVATE, &file, 0) }?;
+    Ok(KernelBtfMap { ptr, len })
+}
+
+impl std::ops::Deref for KernelBtfMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live mapping of `len` readable bytes until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const u8, self.len.get()) }
+    }
+}
+
+impl Drop for KernelBtfMap {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; no slice of it outlives `self`.
+        let _ = unsafe { nix::sys::mman::munmap(self.ptr, self.len.get()) };
+    }
+}
+
+/// The bytes of a plain-data value, as the kernel reads a global's value.
+pub fn pod_bytes<T: aya::Pod>(value: &T) -> &[u8] {
+    // SAFETY: `Pod` types are plain data without padding (its implementers
+    // promise it), so all size_of::<T>() bytes are initialised.
+    unsafe { std::slice::from_raw_parts(value as *const T as *const u8, size_of::<T>()) }
 }
 
 /// Returns freed heap pages to the kernel (glibc's `malloc_trim`). aya's
