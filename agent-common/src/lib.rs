@@ -6,5 +6,5 @@
 
 #![no_std]
 
-pub mod bpf_calls;
+pub mod cgroup_events;
 pub mod cgroup_iter;

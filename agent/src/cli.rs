@@ -14,13 +14,22 @@ use crate::scan::{ScanOptions, WalkMethod};
 
 /// The shortest `--interval`: shorter would audit without pause.
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// The longest: the full pass is the safety net for what events miss, and
+/// /readyz fails after three intervals without one.
+const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 fn interval(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
     if d < MIN_INTERVAL {
         return Err(format!(
-            "must be at least {} (attach events already trigger an audit at once)",
+            "must be at least {} (kernel events already update the picture at once)",
             humantime::format_duration(MIN_INTERVAL)
+        ));
+    }
+    if d > MAX_INTERVAL {
+        return Err(format!(
+            "must be at most {} (a full pass is the safety net for what events miss)",
+            humantime::format_duration(MAX_INTERVAL)
         ));
     }
     Ok(d)
@@ -63,21 +72,23 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Audit(AuditArgs),
 
-    /// The node daemon (DaemonSet): audits at start, every --interval, and
-    /// within a fraction of a second of any bpf() call that attaches or
-    /// detaches a cgroup program; serves Prometheus metrics.
+    /// The node daemon (DaemonSet): reads the whole tree at start and every
+    /// --interval, and in between follows the kernel's own events (a program
+    /// attached to or detached from a cgroup, a cgroup made or removed),
+    /// updating only what changed; serves Prometheus metrics.
     ///
-    /// Event tracing loads two tracepoints on bpf() (needs tracefs, CAP_BPF and
-    /// CAP_PERFMON or CAP_SYS_ADMIN). When it cannot start, the daemon says
-    /// why once, exports cgaudit_event_tracing_active 0 and keeps polling.
-    /// When tracefs is not mounted it is mounted in the daemon's own private
-    /// mount namespace; the host's mounts are not touched.
+    /// Event tracing attaches to the kernel's cgroup-BPF functions and cgroup
+    /// tracepoints by BTF (kernel 5.17+, CAP_BPF and CAP_PERFMON); no tracefs
+    /// mount. When it cannot start, the daemon says why once, exports
+    /// cgaudit_event_tracing_active 0 and keeps polling.
     ///
     /// HTTP endpoints on --listen:
     ///   /metrics  Prometheus text format
     ///   /healthz  200 while the process runs
-    ///   /readyz   200 once the first audit has completed, 503 before
-    ///   /audit    the latest report, in the JSON schema of `agent audit`
+    ///   /readyz   200 once an audit has completed, 503 before or when the
+    ///             last one is older than three intervals
+    ///   /audit    the node as the daemon sees it now, in the JSON schema of
+    ///             `agent audit` (loopback peers only, see --audit-endpoint)
     ///
     /// SIGTERM or SIGINT stops it within a second, detaching its programs.
     #[command(verbatim_doc_comment)]
@@ -214,6 +225,17 @@ impl ValueEnum for WalkMethod {
     }
 }
 
+/// Who may read `/audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditEndpoint {
+    /// Peers on loopback only (`kubectl port-forward`, `kubectl exec`).
+    Loopback,
+    /// Anyone who can reach --listen.
+    Any,
+    /// Nobody: 403.
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Remediate {
     Off,
@@ -238,14 +260,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9974")]
     pub listen: SocketAddr,
 
-    /// Time between audits when nothing happens (jittered by +-10%), at
-    /// least 1s; attach events trigger an audit at once.
+    /// Time between full passes over the cgroup tree (jittered by +-10%),
+    /// 1s to 24h. Kernel events update the picture in between.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = interval)]
     pub interval: Duration,
 
-    /// Do not trace bpf() calls: audit on the interval only.
+    /// Do not trace kernel events: audit on the interval only.
     #[arg(long)]
     pub no_tracing: bool,
+
+    /// Who may read /audit, which names the node's cgroups, pods,
+    /// containers and processes.
+    #[arg(long, value_enum, value_name = "WHO", default_value_t = AuditEndpoint::Loopback)]
+    pub audit_endpoint: AuditEndpoint,
 
     /// What to do about a CNI cgroup2 mount rooted below the root
     /// (cgroup_mount_not_root): nothing, plan the remount and log it, or

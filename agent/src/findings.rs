@@ -9,7 +9,7 @@ use crate::attribution::{Attribution, attribute};
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 use crate::owner::{Cni, Owner, classify, intended_hook};
-use crate::snapshot::{Attachment, MountTop, ProcessRef, Snapshot};
+use crate::snapshot::{Attachment, Change, MountTop, ProcessRef, Snapshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -139,24 +139,20 @@ pub struct Actor {
     pub container_id: Option<String>,
 }
 
-/// The latest successful attach event that made this attachment: its target
-/// is the attachment's cgroup (or, when the target fd was already closed, the
-/// caller sits in that cgroup, as a CNI agent attaching through its own
-/// namespaced mount does), with the same hook and, when known, program.
+/// The latest attach call that made this attachment: the same cgroup, hook
+/// and program.
 fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     let e = snap.events.iter().rev().find(|e| {
-        e.succeeded()
-            && e.command.attaches()
-            && e.attach_type == Some(a.attach_type)
-            && e.prog_id.is_none_or(|p| p == a.prog_id)
-            && e.target_cgroup_id.unwrap_or(e.caller_cgroup_id) == a.cgroup_id
+        matches!(e.change, Change::BpfCall { command, cgroup_id, attach_type, prog_id, .. }
+            if command.attaches() && cgroup_id == Some(a.cgroup_id) && attach_type == Some(a.attach_type)
+                && prog_id.is_none_or(|p| p == a.prog_id))
     })?;
     let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
     let who = cgroup.as_deref().map(attribute).unwrap_or_default();
     Some(Actor {
         pid: e.pid,
         comm: e.comm.clone(),
-        command: e.command,
+        command: e.change.command()?,
         time_unix_ms: e.time_unix_ms,
         cgroup,
         pod_uid: who.pod_uid,
@@ -464,6 +460,7 @@ mod tests {
         cilium_connect(&mut s, "/", 1);
         s.pods.push(PodCgroup {
             cgroup: POD.into(),
+            cgroup_id: 44,
             pod_uid: "f8371831-8021-4722-af27-93c925d25a14".into(),
             effective_connect: vec![10, 11],
         });
@@ -536,6 +533,7 @@ mod tests {
         for (i, eff) in [vec![10, 11], vec![], vec![99]].into_iter().enumerate() {
             s.pods.push(PodCgroup {
                 cgroup: format!("/kubepods/pod{i}"),
+                cgroup_id: 100 + i as u64,
                 pod_uid: format!("uid-{i}"),
                 effective_connect: eff,
             });

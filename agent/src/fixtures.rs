@@ -40,6 +40,7 @@ pub fn node() -> Snapshot {
         cgroup_paths: BTreeMap::new(),
         events: Vec::new(),
         errors: Vec::new(),
+        tree: Vec::new(),
     }
 }
 

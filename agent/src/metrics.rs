@@ -12,17 +12,23 @@ use prometheus::{
 use strum::IntoEnumIterator;
 
 use crate::bpf::{AttachType, BpfCommand};
-use crate::findings::{Kind, Severity};
+use crate::findings::{Finding, Kind, Severity};
 use crate::owner::Owner;
 use crate::report::Report;
 
-/// Why an audit was run (the `trigger` label of `cgaudit_audits_total`).
+/// Why a full pass over the tree was run (the `trigger` label of
+/// `cgaudit_audits_total`). Events that the picture can place update it
+/// instead (`cgaudit_incremental_updates_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
 pub enum Trigger {
     Startup,
+    /// The safety net every --interval.
     Interval,
-    Event,
+    /// The kernel dropped events (ring buffer full, or over budget).
+    EventsLost,
+    /// An event the picture could not place (a cgroup changed under it).
+    Unplaced,
 }
 
 impl Trigger {
@@ -53,6 +59,7 @@ pub struct Metrics {
     pods_without_socket_lb: IntGauge,
     audit_duration: Histogram,
     audits: IntCounterVec,
+    incremental: IntCounter,
     audit_errors: IntCounterVec,
     last_success: IntGauge,
     cgroups_scanned: IntGauge,
@@ -107,7 +114,15 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
-            audits: counter_vec("audits_total", "Audits run, by what triggered them.", &["trigger"]),
+            audits: counter_vec(
+                "audits_total",
+                "Full passes over the cgroup tree, by what triggered them.",
+                &["trigger"],
+            ),
+            incremental: counter(
+                "incremental_updates_total",
+                "Changes applied to the daemon's picture of the node from kernel events, without a full pass.",
+            ),
             audit_errors: counter_vec(
                 "audit_errors_total",
                 "Audits that failed or were incomplete, by reason.",
@@ -125,13 +140,16 @@ impl Metrics {
             ),
             attach_events: counter_vec(
                 "bpf_attach_events_total",
-                "bpf() calls changing cgroup attachments seen by event tracing, by command and hook.",
+                "Changes to cgroup attachments the kernel reported, by the bpf() command that makes them and hook.",
                 &["command", "attach_type"],
             ),
-            events_lost: counter("bpf_events_lost_total", "Attach events dropped in the kernel (ring buffer full)."),
+            events_lost: counter(
+                "bpf_events_lost_total",
+                "Kernel events dropped (ring buffer full, or a CPU over its event budget); each loss leads to a full pass.",
+            ),
             tracing_active: gauge(
                 "event_tracing_active",
-                "1 when bpf() event tracing runs, 0 when the daemon only polls.",
+                "1 when kernel event tracing runs, 0 when the daemon only polls.",
             ),
             remediations: counter_vec(
                 "remediations_total",
@@ -194,13 +212,17 @@ impl Metrics {
         self.events_lost.inc_by(delta);
     }
 
+    pub fn incremental_update(&self) {
+        self.incremental.inc();
+    }
+
     pub fn audit_failed(&self, trigger: Trigger, seconds: f64) {
         self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
         self.audit_errors.with_label_values(&["scan_failed"]).inc();
     }
 
-    /// Publishes one completed audit.
+    /// Publishes one completed full pass.
     pub fn audit_done(&self, trigger: Trigger, seconds: f64, report: &Report, now_unix: i64) {
         self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
@@ -215,13 +237,21 @@ impl Metrics {
         self.last_success.set(now_unix);
         self.cgroups_scanned.set(report.cgroups_scanned as i64);
         self.cgroups_vanished.inc_by(report.cgroups_vanished);
+        self.findings(&report.findings);
+        self.zero_attachments();
+        for a in &report.attachments {
+            self.attachment(a.attach_type, a.owner, a.cgroup == "/", 1);
+        }
+    }
 
+    /// Publishes the findings of the node as it is now.
+    pub fn findings(&self, findings: &[Finding]) {
         for (kind, severity) in FINDING_SERIES {
-            let n = report.findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
+            let n = findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
             self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
         }
         self.misattached.reset();
-        for f in report.findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot) {
+        for f in findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot) {
             let attached_by = f.attached_by.as_ref().map(|a| format!("{} ({})", a.comm, a.pid)).unwrap_or_default();
             self.misattached
                 .with_label_values(&[
@@ -235,15 +265,15 @@ impl Metrics {
                 ])
                 .set(1);
         }
-        self.pods_without_socket_lb.set(
-            report.findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
-                as i64,
-        );
-        self.zero_attachments();
-        for a in &report.attachments {
-            let location = if a.cgroup == "/" { "root" } else { "below_root" };
-            self.attachments.with_label_values(&[a.attach_type.name(), a.owner.as_str(), location]).inc();
-        }
+        self.pods_without_socket_lb
+            .set(findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
+                as i64);
+    }
+
+    /// Adds `delta` to the attachments counted for a hook, owner and place.
+    pub fn attachment(&self, attach_type: AttachType, owner: Owner, at_root: bool, delta: i64) {
+        let location = if at_root { "root" } else { "below_root" };
+        self.attachments.with_label_values(&[attach_type.name(), owner.as_str(), location]).add(delta);
     }
 
     /// The text exposition format.

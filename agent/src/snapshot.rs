@@ -29,6 +29,7 @@ pub struct Attachment {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodCgroup {
     pub cgroup: String,
+    pub cgroup_id: u64,
     pub pod_uid: String,
     /// Effective (own + inherited) connect4 and connect6 program ids.
     pub effective_connect: Vec<u32>,
@@ -53,6 +54,15 @@ pub struct CgroupMount {
     pub top: MountTop,
 }
 
+/// One cgroup of the audited tree: its id, its parent's, its name (kept
+/// only when the scan was asked to, for the daemon's picture).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    pub id: u64,
+    pub parent: u64,
+    pub name: String,
+}
+
 /// A process, as named in findings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessRef {
@@ -72,30 +82,75 @@ pub struct CniProcess {
     pub cgroup: String,
 }
 
-/// One attach-changing bpf() call seen by the daemon's tracepoints.
+/// A change to the cgroup tree or its programs, as the daemon's event
+/// programs reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AttachRecord {
-    /// When the call was made, in milliseconds since the Unix epoch.
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Change {
+    /// A bpf(2) call that attaches, detaches or replaces a cgroup program
+    /// succeeded. What it named (read as it was made) is a hint: the daemon
+    /// reads the cgroup again.
+    BpfCall {
+        command: BpfCommand,
+        /// The cgroup its target fd opened (for link calls: the link's);
+        /// `None` when that was not a cgroup-v2 directory or not readable.
+        cgroup_id: Option<u64>,
+        /// The hook it named, when a cgroup hook.
+        attach_type: Option<AttachType>,
+        prog_id: Option<u32>,
+        /// The link created, updated or detached.
+        link_id: Option<u32>,
+        flags: u32,
+    },
+    CgroupMade {
+        cgroup_id: u64,
+        parent_id: u64,
+        name: String,
+    },
+    CgroupRemoved {
+        cgroup_id: u64,
+    },
+}
+
+impl Change {
+    /// The bpf(2) command that made this change.
+    pub fn command(&self) -> Option<BpfCommand> {
+        match self {
+            Change::BpfCall { command, .. } => Some(*command),
+            _ => None,
+        }
+    }
+
+    /// The cgroup the change is on, when known.
+    pub fn cgroup_id(&self) -> Option<u64> {
+        match *self {
+            Change::BpfCall { cgroup_id, .. } => cgroup_id,
+            Change::CgroupMade { cgroup_id, .. } | Change::CgroupRemoved { cgroup_id } => Some(cgroup_id),
+        }
+    }
+
+    pub fn attach_type(&self) -> Option<AttachType> {
+        match *self {
+            Change::BpfCall { attach_type, .. } => attach_type,
+            _ => None,
+        }
+    }
+}
+
+/// One change and who made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// When, in milliseconds since the Unix epoch.
     pub time_unix_ms: u64,
-    pub command: BpfCommand,
-    pub attach_type: Option<AttachType>,
-    /// The syscall's result: 0 or a new fd on success, -errno on failure.
-    pub result: i64,
+    #[serde(flatten)]
+    pub change: Change,
+    /// The task whose call made the change (for a link released by its last
+    /// fd closing: whoever closed it).
     pub pid: u32,
     pub tid: u32,
     pub comm: String,
-    /// cgroup id of the calling process.
+    /// cgroup id of that task.
     pub caller_cgroup_id: u64,
-    /// cgroup id of the target fd, when it was still open to read.
-    pub target_cgroup_id: Option<u64>,
-    /// Program id behind the program fd, when it was still open to read.
-    pub prog_id: Option<u32>,
-}
-
-impl AttachRecord {
-    pub fn succeeded(&self) -> bool {
-        self.result >= 0
-    }
 }
 
 /// Something the scan could not read; the audit goes on without it.
@@ -152,7 +207,9 @@ pub struct Snapshot {
     /// Paths (relative to the root) of cgroups the scan was asked to name:
     /// callers seen in attach events.
     pub cgroup_paths: BTreeMap<u64, String>,
-    /// Recent attach events (daemon only; empty for one-shot audits).
-    pub events: Vec<AttachRecord>,
+    /// Recent changes (daemon only; empty for one-shot audits).
+    pub events: Vec<Event>,
     pub errors: Vec<ScanError>,
+    /// Every cgroup below the root, when `ScanOptions::keep_tree` asked.
+    pub tree: Vec<TreeEntry>,
 }

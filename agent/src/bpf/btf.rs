@@ -9,7 +9,10 @@
 
 const BTF_MAGIC: u16 = 0xeb9f;
 
+use std::os::fd::AsFd;
+
 use super::bytes::u32_at;
+use super::sys;
 
 /// Bytes that follow the 12-byte common header of a type of this kind.
 fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
@@ -21,6 +24,45 @@ fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
         6 | 13 => 8 * vlen,           // ENUM, FUNC_PROTO
         _ => return None,             // a kind newer than this reader
     })
+}
+
+/// The kernel's own BTF: mapped where the kernel allows it (6.16+; only
+/// the pages read are touched, nothing is copied), else one copy through
+/// bpf(2), else the sysfs file read 4 KiB at a time (~1,350 reads).
+pub enum KernelBtf {
+    Mapped(sys::KernelBtfMap),
+    Copied(Vec<u8>),
+}
+
+impl std::ops::Deref for KernelBtf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            KernelBtf::Mapped(m) => m,
+            KernelBtf::Copied(v) => v,
+        }
+    }
+}
+
+/// Why the kernel's BTF could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {path}: {0}", path = sys::KERNEL_BTF)]
+pub struct NoKernelBtf(String);
+
+impl KernelBtf {
+    pub fn read() -> Result<KernelBtf, NoKernelBtf> {
+        if let Ok(m) = sys::map_kernel_btf() {
+            return Ok(KernelBtf::Mapped(m));
+        }
+        for id in sys::ids(sys::Objects::Btf) {
+            let id = id.map_err(|e| NoKernelBtf(e.to_string()))?;
+            let Ok(fd) = sys::btf_fd_by_id(id) else { continue };
+            if sys::btf_is_vmlinux(fd.as_fd()).map_err(|e| NoKernelBtf(e.to_string()))? {
+                return sys::btf_data(fd.as_fd()).map(KernelBtf::Copied).map_err(|e| NoKernelBtf(e.to_string()));
+            }
+        }
+        std::fs::read(sys::KERNEL_BTF).map(KernelBtf::Copied).map_err(|e| NoKernelBtf(e.to_string()))
+    }
 }
 
 /// The NUL-terminated string at `off` of a string section.
@@ -59,6 +101,7 @@ const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
 const KIND_FUNC: u32 = 12;
+const KIND_FUNC_PROTO: u32 = 13;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
 
@@ -99,7 +142,9 @@ impl<'a> Types<'a> {
             offsets.push(off as u32);
             let info = u32_at(types, off + 4).ok_or_else(bad)?;
             let kind = (info >> 24) & 0x1f;
-            if !wanted.is_empty() && matches!(kind, KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FUNC) {
+            if !wanted.is_empty()
+                && matches!(kind, KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FUNC | KIND_TYPEDEF)
+            {
                 let name = str_in(strings, u32_at(types, off).ok_or_else(bad)?);
                 if lengths.contains(&name.len()) && wanted.contains(name) {
                     named.entry((kind, name)).or_insert(offsets.len() as u32);
@@ -144,6 +189,37 @@ impl<'a> Types<'a> {
     /// The id of the `BTF_KIND_FUNC` named `name`.
     pub fn func_id(&self, name: &str) -> Result<u32, BtfError> {
         self.find(KIND_FUNC, name).ok_or_else(|| BtfError::Missing(format!("function {name}")))
+    }
+
+    /// The id of the `BTF_KIND_TYPEDEF` named `name` (`btf_trace_<event>`
+    /// names a raw tracepoint's BTF target).
+    pub fn typedef_id(&self, name: &str) -> Result<u32, BtfError> {
+        self.find(KIND_TYPEDEF, name).ok_or_else(|| BtfError::Missing(format!("typedef {name}")))
+    }
+
+    /// The parameter names of function `name`, in order.
+    pub fn func_params(&self, name: &str) -> Result<Vec<String>, BtfError> {
+        let func = self.header(self.func_id(name)?).ok_or(BtfError::Malformed)?;
+        let proto = self.header(func.4).ok_or(BtfError::Malformed)?;
+        if proto.1 != KIND_FUNC_PROTO {
+            return Err(BtfError::Malformed);
+        }
+        (0..proto.2)
+            .map(|i| {
+                let name_off = u32_at(self.types, proto.5 + 8 * i).ok_or(BtfError::Malformed)?;
+                Ok(String::from_utf8_lossy(self.str_at(name_off)).into_owned())
+            })
+            .collect()
+    }
+
+    /// The position of parameter `param` of function `func`.
+    pub fn param_index(&self, func: &str, param: &str) -> Result<u32, BtfError> {
+        let params = self.func_params(func)?;
+        params
+            .iter()
+            .position(|p| p == param)
+            .map(|i| i as u32)
+            .ok_or_else(|| BtfError::Missing(format!("parameter {param} of {func}")))
     }
 
     fn find_struct(&self, name: &str) -> Result<u32, BtfError> {

@@ -19,7 +19,7 @@ use aya::maps::{Array, Map, MapData, RingBuf};
 use aya_obj::generated::{bpf_attach_type, bpf_prog_type};
 
 use super::AttachType;
-use super::btf::{BtfError, Types};
+use super::btf::{BtfError, KernelBtf, NoKernelBtf, Types};
 use super::bytes::{u32_at, u64_at};
 use super::object::{self, Spec};
 use super::sys;
@@ -28,6 +28,7 @@ pub use agent_common::cgroup_iter::KernelLayout;
 use agent_common::cgroup_iter::*;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cgroup-iter"));
+const PROGRAM: &str = "cgroup_walk";
 
 // The decoders below read these offsets; the program writes the structs.
 const _: () = {
@@ -40,14 +41,12 @@ const _: () = {
     assert!(offset_of!(HookRecord, link_id) == 20 && offset_of!(HookRecord, flags) == 24);
 };
 
-const VMLINUX: &str = sys::KERNEL_BTF;
-
 /// Why the in-kernel walk could not give an answer.
 #[derive(Debug, thiserror::Error)]
 pub enum IterError {
-    #[error("reading {VMLINUX}: {0}")]
-    NoBtf(std::io::Error),
-    #[error("{VMLINUX}: {0}")]
+    #[error(transparent)]
+    NoBtf(NoKernelBtf),
+    #[error(transparent)]
     Btf(BtfError),
     #[error("loading the iter/cgroup program (kernel 6.1+, CAP_BPF and CAP_PERFMON): {0}")]
     Load(String),
@@ -239,37 +238,6 @@ fn count_cgroups(root: BorrowedFd<'_>) -> Option<u64> {
     Some(n + 1)
 }
 
-/// The kernel's own BTF: mapped where the kernel allows it (6.16+; only
-/// the pages read are touched, nothing is copied), else one copy through
-/// bpf(2), else the sysfs file read 4 KiB at a time (~1,350 reads).
-enum KernelBtf {
-    Mapped(sys::KernelBtfMap),
-    Copied(Vec<u8>),
-}
-
-impl std::ops::Deref for KernelBtf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            KernelBtf::Mapped(m) => m,
-            KernelBtf::Copied(v) => v,
-        }
-    }
-}
-
-fn kernel_btf() -> Result<KernelBtf, IterError> {
-    if let Ok(m) = sys::map_kernel_btf() {
-        return Ok(KernelBtf::Mapped(m));
-    }
-    for id in sys::ids(sys::Objects::Btf) {
-        let Ok(fd) = sys::btf_fd_by_id(id?) else { continue };
-        if sys::btf_is_vmlinux(fd.as_fd())? {
-            return Ok(KernelBtf::Copied(sys::btf_data(fd.as_fd())?));
-        }
-    }
-    fs::read(VMLINUX).map(KernelBtf::Copied).map_err(IterError::NoBtf)
-}
-
 /// The named types `kernel_layout` looks up, indexed in the one pass over
 /// the kernel's BTF.
 const KERNEL_TYPES: &[&str] = &[
@@ -302,7 +270,7 @@ static SHARED: Mutex<Option<Result<Walker, String>>> = Mutex::new(None);
 
 impl Walker {
     pub fn new() -> Result<Walker, IterError> {
-        let data = kernel_btf()?;
+        let data = KernelBtf::read().map_err(IterError::NoBtf)?;
         let types = Types::parse_indexed(&data, KERNEL_TYPES)?;
         let kernel = kernel_layout(&types)?;
         let target = types.func_id("bpf_iter_cgroup")?;
@@ -344,16 +312,19 @@ fn walk(
         let mut loaded = object::load(
             OBJECT,
             &Spec {
-                program: "cgroup_walk",
-                prog_type: bpf_prog_type::BPF_PROG_TYPE_TRACING as u32,
-                expected_attach_type: bpf_attach_type::BPF_TRACE_ITER as u32,
-                attach_btf_id: target,
+                programs: &[object::Program {
+                    name: PROGRAM,
+                    prog_type: bpf_prog_type::BPF_PROG_TYPE_TRACING as u32,
+                    expected_attach_type: bpf_attach_type::BPF_TRACE_ITER as u32,
+                    attach_btf_id: target,
+                }],
                 globals: &[("LAYOUT", sys::pod_bytes(layout))],
                 max_entries: &[("CGROUP_RECORDS", size)],
             },
         )
         .map_err(|e| IterError::Load(e.to_string()))?;
-        let link = sys::cgroup_iter_link_create(loaded.prog.as_fd(), root)?;
+        let prog = loaded.prog(PROGRAM).ok_or_else(|| IterError::Load(format!("{PROGRAM} was not loaded")))?;
+        let link = sys::cgroup_iter_link_create(prog, root)?;
         let reader = fs::File::from(sys::iter_create(link.as_fd())?);
         let records = loaded.take_map("CGROUP_RECORDS").map(Map::RingBuf);
         let mut records: RingBuf<MapData> = typed(records, "CGROUP_RECORDS")?;

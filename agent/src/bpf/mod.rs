@@ -5,7 +5,7 @@ pub mod btf;
 pub mod bytes;
 pub mod command;
 pub mod iter;
-pub mod loader;
+
 pub mod object;
 pub mod prog_type;
 pub mod programs;

@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use aya::maps::MapData;
 use aya_obj::btf::BtfFeatures;
@@ -21,18 +21,23 @@ use aya_obj::{EbpfSectionKind, Object};
 
 use super::sys::{self, LoadFailure, ProgBtf, ProgLoad};
 
-/// How to load one program of an object.
+/// How to load an object: which of its programs, and its globals and maps.
 pub struct Spec<'a> {
-    /// The program's function name in the object.
-    pub program: &'a str,
-    pub prog_type: u32,
-    pub expected_attach_type: u32,
-    /// See `sys::ProgLoad::attach_btf_id`.
-    pub attach_btf_id: u32,
+    pub programs: &'a [Program<'a>],
     /// Values of the object's read-only globals, by symbol name.
     pub globals: &'a [(&'a str, &'a [u8])],
     /// Map sizes to set at load time, by map name.
     pub max_entries: &'a [(&'a str, u32)],
+}
+
+/// One program to load.
+pub struct Program<'a> {
+    /// Its function name in the object.
+    pub name: &'a str,
+    pub prog_type: u32,
+    pub expected_attach_type: u32,
+    /// See `sys::ProgLoad::attach_btf_id`.
+    pub attach_btf_id: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,19 +52,24 @@ pub enum LoadError {
     Relocate(String),
     #[error("no program {0} in the object")]
     NoProgram(String),
-    #[error(transparent)]
-    Load(#[from] LoadFailure),
+    #[error("program {name}: {error}")]
+    Program { name: String, error: LoadFailure },
 }
 
-/// A loaded program and the maps it uses.
+/// Loaded programs and the maps they share.
 pub struct Loaded {
-    pub prog: OwnedFd,
+    progs: HashMap<String, OwnedFd>,
     maps: HashMap<String, MapData>,
     /// The object's BTF: the program refers to it until unloaded.
     _btf: Option<OwnedFd>,
 }
 
 impl Loaded {
+    /// A program, by its name in the object.
+    pub fn prog(&self, name: &str) -> Option<BorrowedFd<'_>> {
+        self.progs.get(name).map(|fd| fd.as_fd())
+    }
+
     /// Hands a map to its reader (aya's typed maps wrap `MapData`).
     pub fn take_map(&mut self, name: &str) -> Option<MapData> {
         self.maps.remove(name)
@@ -73,7 +83,7 @@ fn insn_word(i: &bpf_insn) -> u64 {
     i.code as u64 | (regs as u64) << 8 | (i.off as u16 as u64) << 16 | (i.imm as u32 as u64) << 32
 }
 
-/// Loads `spec.program` from `data`.
+/// Loads `spec.programs` from `data`.
 pub fn load(data: &[u8], spec: &Spec<'_>) -> Result<Loaded, LoadError> {
     let mut obj = Object::parse(data).map_err(|e| LoadError::Parse(e.to_string()))?;
     let globals = spec.globals.iter().map(|&(name, value)| (name, (value, true))).collect();
@@ -120,25 +130,30 @@ pub fn load(data: &[u8], spec: &Spec<'_>) -> Result<Loaded, LoadError> {
     obj.relocate_maps(fds.into_iter(), &text_sections).map_err(|e| LoadError::Relocate(super::one_line(&e)))?;
     obj.relocate_calls(&text_sections).map_err(|e| LoadError::Relocate(super::one_line(&e)))?;
 
-    let program = obj.programs.get(spec.program).ok_or_else(|| LoadError::NoProgram(spec.program.to_owned()))?;
-    let function =
-        obj.functions.get(&program.function_key()).ok_or_else(|| LoadError::NoProgram(spec.program.to_owned()))?;
-    let insns: Vec<u64> = function.instructions.iter().map(insn_word).collect();
     let license = CString::new(obj.license.as_bytes()).unwrap_or_else(|_| c"GPL".to_owned());
-    let prog = sys::prog_load(&ProgLoad {
-        prog_type: spec.prog_type,
-        expected_attach_type: spec.expected_attach_type,
-        attach_btf_id: spec.attach_btf_id,
-        name: spec.program,
-        license: &license,
-        insns: &insns,
-        btf: btf.as_ref().map(|fd| ProgBtf {
-            fd: fd.as_fd(),
-            func_info: &function.func_info.func_info,
-            line_info: &function.line_info.line_info,
-        }),
-    })?;
-    Ok(Loaded { prog, maps, _btf: btf })
+    let mut progs = HashMap::new();
+    for p in spec.programs {
+        let missing = || LoadError::NoProgram(p.name.to_owned());
+        let program = obj.programs.get(p.name).ok_or_else(missing)?;
+        let function = obj.functions.get(&program.function_key()).ok_or_else(missing)?;
+        let insns: Vec<u64> = function.instructions.iter().map(insn_word).collect();
+        let fd = sys::prog_load(&ProgLoad {
+            prog_type: p.prog_type,
+            expected_attach_type: p.expected_attach_type,
+            attach_btf_id: p.attach_btf_id,
+            name: p.name,
+            license: &license,
+            insns: &insns,
+            btf: btf.as_ref().map(|fd| ProgBtf {
+                fd: fd.as_fd(),
+                func_info: &function.func_info.func_info,
+                line_info: &function.line_info.line_info,
+            }),
+        })
+        .map_err(|e| LoadError::Program { name: p.name.to_owned(), error: e })?;
+        progs.insert(p.name.to_owned(), fd);
+    }
+    Ok(Loaded { progs, maps, _btf: btf })
 }
 
 #[cfg(test)]

@@ -474,6 +474,16 @@ pub fn link_detach(link: BorrowedFd<'_>) -> Result<()> {
     unsafe { sys_bpf("BPF_LINK_DETACH", bpf_cmd::BPF_LINK_DETACH, &mut attr) }.map(drop)
 }
 
+/// `BPF_LINK_DETACH` of link fd 0 (a zeroed attr), whatever it is: what a
+/// hostile process calls in a loop to make noise. It fails (EPERM, EINVAL
+/// or EBADF); tests use it to show that failing calls cost the daemon
+/// nothing.
+pub fn link_detach_raw_zeroed() {
+    let mut attr = zeroed_attr();
+    // SAFETY: no pointers in this command.
+    let _ = unsafe { sys_bpf("BPF_LINK_DETACH", bpf_cmd::BPF_LINK_DETACH, &mut attr) };
+}
+
 /// `BPF_LINK_CREATE` of a cgroup link (5.7). The link lives as long as its fd
 /// or a pin does.
 pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
@@ -527,6 +537,17 @@ pub fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> 
     attr.link_create.__bindgen_anon_3.__bindgen_anon_1.iter_info_len = size_of::<CgroupIterInfo>() as u32;
     // SAFETY: iter_info points to a live CgroupIterInfo of the length given; the command returns a new fd.
     unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
+}
+
+/// `BPF_RAW_TRACEPOINT_OPEN` of a BTF-typed tracing program (fentry,
+/// fexit, tp_btf: 5.5): attaches it to the target its `attach_btf_id`
+/// named at load. The attachment lives as long as the returned fd.
+pub fn tracing_attach(prog: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.raw_tracepoint.prog_fd = prog.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command (name NULL: the BTF target); the
+    // command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_RAW_TRACEPOINT_OPEN", bpf_cmd::BPF_RAW_TRACEPOINT_OPEN, &mut attr) }
 }
 
 /// `BPF_ITER_CREATE`: a readable fd that runs the iterator link once.

@@ -1,12 +1,11 @@
-//! `agent run`: checks its flags, does what must happen while the process
-//! is single-threaded, then hands over to the daemon (`daemon::serve`) on a
-//! tokio runtime.
+//! `agent run`: checks its flags, then hands over to the daemon
+//! (`daemon::serve`) on a tokio runtime.
 
 use std::time::Duration;
 
 use super::EXIT_UNKNOWN;
 use crate::cli::RunArgs;
-use crate::{daemon, logging, trace};
+use crate::{daemon, logging};
 
 /// `agent run`. Returns the process exit code.
 pub fn main(args: &RunArgs) -> u8 {
@@ -15,12 +14,6 @@ pub fn main(args: &RunArgs) -> u8 {
         tracing::error!("{e}");
         return EXIT_UNKNOWN;
     }
-    // NB: must run while this process has one thread (setns/unshare rule).
-    let tracefs = if args.no_tracing {
-        Err("disabled by --no-tracing".to_owned())
-    } else {
-        trace::prepare_tracefs().map_err(|e| e.to_string())
-    };
     let rt =
         match tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("cgaudit").enable_all().build()
         {
@@ -30,7 +23,7 @@ pub fn main(args: &RunArgs) -> u8 {
                 return EXIT_UNKNOWN;
             }
         };
-    let code = rt.block_on(daemon::serve(args, tracefs));
+    let code = rt.block_on(daemon::serve(args));
     // An audit still walking on the blocking pool is abandoned, not awaited.
     rt.shutdown_timeout(Duration::from_millis(200));
     code

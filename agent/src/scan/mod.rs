@@ -39,6 +39,8 @@ pub struct ScanOptions {
     /// cgroup ids whose paths the snapshot should carry (event callers).
     pub name_cgroups: HashSet<u64>,
     pub walk: WalkMethod,
+    /// Keep every cgroup's id, parent and name in `Snapshot::tree`.
+    pub keep_tree: bool,
 }
 
 impl ScanOptions {
@@ -50,6 +52,7 @@ impl ScanOptions {
             node_name: None,
             name_cgroups: HashSet::new(),
             walk: WalkMethod::default(),
+            keep_tree: false,
         }
     }
 }
@@ -144,7 +147,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(opts.name_cgroups.iter().copied())
         .collect();
 
-    let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc };
+    let ctx =
+        WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc, keep_tree: opts.keep_tree };
     let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
@@ -169,7 +173,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
         None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
     };
-    let Found { mut attachments, mut pods, processes: processes_by_cgroup, paths: paths_of_interest } = found;
+    let Found { mut attachments, mut pods, processes: processes_by_cgroup, paths: paths_of_interest, tree } = found;
     errors.extend(stats.errors.iter().map(ScanError::from));
     // One order whatever the walk: by cgroup, then hook; a hook's programs
     // keep the kernel's order (the stable sort), which is their run order.
@@ -221,5 +225,6 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         cgroup_paths: paths_of_interest.into_iter().collect(),
         events: Vec::new(),
         errors,
+        tree,
     })
 }

@@ -20,7 +20,7 @@ use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::bpf::{AttachFlags, AttachType};
 use crate::cgroup::walk::{self, Visit, WalkError, WalkStats};
-use crate::snapshot::{Attachment, PodCgroup, ProcessRef};
+use crate::snapshot::{Attachment, PodCgroup, ProcessRef, TreeEntry};
 
 /// What one walk needs besides the tree.
 pub struct WalkContext<'a> {
@@ -28,6 +28,8 @@ pub struct WalkContext<'a> {
     /// cgroup ids whose paths are recorded (mount tops, event callers).
     pub wanted: &'a HashSet<u64>,
     pub proc: &'a Path,
+    /// Record every cgroup in `Found::tree`.
+    pub keep_tree: bool,
 }
 
 /// A failure reading one cgroup.
@@ -120,6 +122,7 @@ pub struct Found {
     pub pods: Vec<PodCgroup>,
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
     pub paths: HashMap<u64, String>,
+    pub tree: Vec<TreeEntry>,
 }
 
 impl Found {
@@ -136,6 +139,9 @@ impl Found {
             self.processes.entry(cgroup).or_insert(procs);
         }
         self.paths.extend(more.paths);
+        if self.tree.is_empty() {
+            self.tree = more.tree;
+        }
     }
 
     /// Records one cgroup: its own attachments; for a pod's own cgroup, the
@@ -163,6 +169,7 @@ impl Found {
                 }
                 self.pods.push(PodCgroup {
                     cgroup: path.to_owned(),
+                    cgroup_id: id,
                     pod_uid: attribution.pod_uid.unwrap_or_default(),
                     effective_connect: effective,
                 });
@@ -186,6 +193,36 @@ impl Found {
     }
 }
 
+/// Reads one cgroup again, as a walk's visit would (the daemon, after the
+/// kernel reported a change on it): the programs on `hooks`, and its
+/// processes when it holds socket-LB programs below the root. The cgroup is
+/// opened by `path` below `root` and must still be cgroup `id`.
+pub fn read_cgroup(
+    root: BorrowedFd<'_>,
+    path: &str,
+    id: u64,
+    hooks: &[AttachType],
+    ctx: &WalkContext<'_>,
+) -> Result<(Vec<query::Attached>, Vec<ProcessRef>), VisitError> {
+    let rel = path.trim_start_matches('/');
+    let rel = if rel.is_empty() { "." } else { rel };
+    let gone = |e: nix::Error| VisitError { op: "open", error: e.to_string(), gone: e == nix::Error::ENOENT };
+    let fd = openat(root, rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()).map_err(gone)?;
+    let ino = nix::sys::stat::fstat(fd.as_fd()).map_err(gone)?.st_ino;
+    if ino != id {
+        return Err(VisitError { op: "open", error: format!("{path} is cgroup {ino} now, not {id}"), gone: false });
+    }
+    let mut raw = Vec::new();
+    let support = Support { supported: hooks.to_vec(), unsupported: Vec::new() };
+    query::attached(fd.as_fd(), &support, &mut raw).map_err(|e| VisitError::syscall("query", &e))?;
+    let processes = if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+        host::processes(fd.as_fd(), ctx.proc)
+    } else {
+        Vec::new()
+    };
+    Ok((raw, processes))
+}
+
 /// The connect hooks among those walked: pods are judged by them.
 fn connect_hooks(support: &Support) -> Vec<AttachType> {
     support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect()
@@ -197,7 +234,16 @@ pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> 
     let mut found = Found::default();
     let connect = connect_hooks(support);
     let mut raw = Vec::new();
+    // Ids by path, for each cgroup's parent (kept only for the tree).
+    let mut ids: HashMap<String, u64> = HashMap::new();
     let stats = walk::walk(root, ctx.root_id, |path, id, fd| {
+        if ctx.keep_tree {
+            ids.insert(path.to_owned(), id);
+            if let Some((parent, name)) = path.rsplit_once('/').filter(|_| path != "/") {
+                let parent = if parent.is_empty() { ctx.root_id } else { ids.get(parent).copied().unwrap_or(0) };
+                found.tree.push(TreeEntry { id, parent, name: name.to_owned() });
+            }
+        }
         raw.clear();
         let read = query::attached(fd, support, &mut raw)
             .map_err(|e| VisitError::syscall("query", &e))
@@ -252,6 +298,9 @@ pub fn iter_cgroups(
         stack.push((c.id, path.len()));
         let shown = if path.is_empty() { "/" } else { path.as_str() };
         stats.scanned += 1;
+        if ctx.keep_tree && !path.is_empty() {
+            found.tree.push(TreeEntry { id: c.id, parent: c.parent_id, name: c.name.clone() });
+        }
 
         raw.clear();
         for p in &c.programs {
@@ -302,8 +351,12 @@ mod tests {
 
     #[test]
     fn a_second_walk_over_new_hooks_adds_to_the_first() {
-        let pod =
-            |eff: Vec<u32>| PodCgroup { cgroup: "/kubepods/podx".into(), pod_uid: "x".into(), effective_connect: eff };
+        let pod = |eff: Vec<u32>| PodCgroup {
+            cgroup: "/kubepods/podx".into(),
+            cgroup_id: 9,
+            pod_uid: "x".into(),
+            effective_connect: eff,
+        };
         let mut first =
             Found { attachments: vec![att("/a", "device", 1)], pods: vec![pod(vec![])], ..Found::default() };
         first.paths.insert(3, "/m".into());
@@ -337,7 +390,7 @@ mod tests {
     #[test]
     fn a_visit_records_pods_processes_and_wanted_paths() {
         let wanted = HashSet::from([42]);
-        let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc") };
+        let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc"), keep_tree: false };
         let connect: Vec<AttachType> = ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).collect();
         let access = Described { effective: vec![10], procs: vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }] };
         let lb = query::Attached {

@@ -1,19 +1,46 @@
-//! A stand-in CNI agent for tests that need one in another process (a real
-//! container): `fixture socket-lb-agent <DIR>` mounts cgroup2 at DIR (as
-//! Cilium mounts /run/cilium/cgroupv2), attaches the ten Cilium socket-LB
-//! programs to the top of that mount through bpf_links, prints `attached`,
-//! and sleeps. The links die with the process, so killing it cleans up.
-//! Copy it as `cilium-agent` to get that command name.
+//! Stand-ins for other processes the tests need:
+//!
+//! - `fixture socket-lb-agent <DIR>`: a CNI agent, for a real container. It
+//!   mounts cgroup2 at DIR (as Cilium mounts /run/cilium/cgroupv2), attaches
+//!   the ten Cilium socket-LB programs to the top of that mount through
+//!   bpf_links, prints `attached`, and sleeps. The links die with the
+//!   process, so killing it cleans up. Copy it as `cilium-agent` to get that
+//!   command name. Only inside a private cgroup namespace: elsewhere the
+//!   mount's top is the real root.
+//! - `fixture bpf-flood <SECONDS> <PER_SECOND>`: a hostile pod's process,
+//!   run unprivileged: calls `bpf(BPF_LINK_DETACH)` on a zeroed attr in a
+//!   loop (each call fails), prints how many calls it made.
 
 use std::io::Write;
 use std::path::Path;
 
 use integration_tests::{Link, load_cilium_socket_lb};
 
+fn flood(seconds: &str, rate: &str) {
+    let seconds: u64 = seconds.parse().expect("seconds");
+    let rate: u64 = rate.parse().expect("calls per second");
+    let start = std::time::Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed().as_secs() < seconds {
+        let due = start + std::time::Duration::from_nanos(calls * 1_000_000_000 / rate.max(1));
+        if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        agent::bpf::sys::link_detach_raw_zeroed();
+        calls += 1;
+    }
+    println!("{calls}");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let [_, cmd, seconds, rate] = args.as_slice()
+        && cmd == "bpf-flood"
+    {
+        return flood(seconds, rate);
+    }
     let [_, cmd, dir] = args.as_slice() else {
-        eprintln!("usage: fixture socket-lb-agent <DIR>");
+        eprintln!("usage: fixture socket-lb-agent <DIR> | fixture bpf-flood <SECONDS> <PER_SECOND>");
         std::process::exit(2);
     };
     assert_eq!(cmd, "socket-lb-agent", "unknown command {cmd}");

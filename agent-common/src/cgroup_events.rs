@@ -1,0 +1,136 @@
+//! The record the `cgroup-events` programs send the agent for each change
+//! the kernel made to the cgroup tree's BPF programs (an attach, a detach, a
+//! link's program replaced, a cgroup link freed) or to the tree itself (a
+//! cgroup made or removed), and the layout the agent hands them.
+
+/// A `bpf(2)` call that changes cgroup attachments returned success.
+pub const EVENT_BPF: u32 = 1;
+/// `cgroup_mkdir`: a cgroup was made.
+pub const EVENT_MKDIR: u32 = 2;
+/// `cgroup_rmdir`: a cgroup was removed (its programs go with it).
+pub const EVENT_RMDIR: u32 = 3;
+
+/// bpf(2) commands that change cgroup attachments.
+pub const BPF_PROG_ATTACH: u32 = 8;
+pub const BPF_PROG_DETACH: u32 = 9;
+pub const BPF_LINK_CREATE: u32 = 28;
+pub const BPF_LINK_UPDATE: u32 = 29;
+pub const BPF_LINK_DETACH: u32 = 34;
+
+/// `attach_type` when the command does not carry one.
+pub const NO_ATTACH_TYPE: u32 = u32::MAX;
+/// `BPF_LINK_TYPE_CGROUP` (UAPI).
+pub const LINK_TYPE_CGROUP: u32 = 3;
+/// `CGROUP2_SUPER_MAGIC`: the target fd is a cgroup-v2 directory.
+pub const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
+
+/// Longest cgroup name (`NAME_MAX`) plus its NUL.
+pub const NAME_SIZE: usize = 256;
+
+/// One change. Written with only `name_len` bytes of `name`.
+///
+/// For `EVENT_BPF` the fields are what the call named, read when it was
+/// made (`sys_enter`) and sent when it succeeded (`sys_exit`): the target fd
+/// resolved in the kernel to the cgroup it opens, the program and link fds
+/// to their ids. The caller may change its arguments or its fds while the
+/// call runs, so the agent treats them as a hint and reads the cgroup again.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CgroupEvent {
+    pub kind: u32,
+    /// EVENT_BPF: the bpf(2) command.
+    pub cmd: u32,
+    /// EVENT_BPF: UAPI `enum bpf_attach_type` the call passed;
+    /// `NO_ATTACH_TYPE` for link updates and detaches.
+    pub attach_type: u32,
+    /// EVENT_BPF: the attach flags the call passed.
+    pub flags: u32,
+    /// The cgroup made, removed, or attached to (for link calls: the link's
+    /// cgroup); 0 when the target was not a cgroup-v2 directory or could
+    /// not be read.
+    pub cgroup_id: u64,
+    /// EVENT_MKDIR: the new cgroup's parent.
+    pub parent_id: u64,
+    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC).
+    pub ktime_ns: u64,
+    /// The caller: tgid in the upper 32 bits.
+    pub pid_tgid: u64,
+    /// The caller's cgroup-v2 id.
+    pub caller_cgroup_id: u64,
+    /// EVENT_BPF: the call's result (0, or the new link's fd).
+    pub ret: i64,
+    /// EVENT_BPF: the program the call named.
+    pub prog_id: u32,
+    /// EVENT_BPF: the link created, updated or detached; 0 for none.
+    pub link_id: u32,
+    pub comm: [u8; 16],
+    pub name_len: u32,
+    pub _pad: u32,
+    /// EVENT_MKDIR: the new cgroup's name.
+    pub name: [u8; NAME_SIZE],
+}
+
+/// Bytes of a `CgroupEvent` before its name.
+pub const EVENT_HEADER: usize = 96;
+
+/// Where the programs find what they read, from the running kernel's BTF,
+/// set as the read-only global `LAYOUT` (frozen, so the verifier sees
+/// constants).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventsLayout {
+    /// `bpf(2)`'s syscall numbers (native, and 32-bit compat or 0).
+    pub nr_bpf: u32,
+    pub nr_bpf_compat: u32,
+    /// `struct pt_regs`: the syscall number at exit, the first two arguments.
+    pub regs_nr: u32,
+    pub regs_arg0: u32,
+    pub regs_arg1: u32,
+    /// `struct task_struct.files`, `struct files_struct.fdt`,
+    /// `struct fdtable`: `max_fds`, `fd`.
+    pub task_files: u32,
+    pub files_fdt: u32,
+    pub fdt_max_fds: u32,
+    pub fdt_fd: u32,
+    /// `struct file`: `f_inode`, `private_data`.
+    pub file_inode: u32,
+    pub file_private: u32,
+    /// `struct inode`: `i_ino`, `i_sb`; `struct super_block.s_magic`.
+    pub inode_ino: u32,
+    pub inode_sb: u32,
+    pub sb_magic: u32,
+    /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
+    pub prog_aux: u32,
+    pub aux_id: u32,
+    /// `struct bpf_link`: `id`, `type`.
+    pub link_id: u32,
+    pub link_type: u32,
+    /// `struct bpf_cgroup_link`: `link` (embedded), `cgroup`.
+    pub cgroup_link_link: u32,
+    pub cgroup_link_cgroup: u32,
+    /// `struct cgroup.kn`; `struct kernfs_node`: `id`, `parent`, `name`.
+    pub cgroup_kn: u32,
+    pub kn_id: u32,
+    pub kn_parent: u32,
+    pub kn_name: u32,
+}
+
+/// What the programs count in their `STATUS` array (per CPU): events the
+/// ring buffer, the budget or the table of calls in flight had no room for ...
+pub const STATUS_LOST: u32 = 0;
+/// ... and kernel reads that failed (the event was sent without the field).
+pub const STATUS_READ_FAILED: u32 = 1;
+pub const STATUS_SLOTS: u32 = 2;
+
+/// Events a CPU may send per second, and in one burst: beyond that they are
+/// counted lost (the agent then reads the whole tree), so no workload can
+/// make the agent spend more than this on events.
+pub const EVENTS_PER_SECOND: u64 = 2_000;
+pub const EVENT_BURST: u64 = 4_000;
+
+#[cfg(feature = "user")]
+mod user {
+    // SAFETY: #[repr(C)] and made of u32 only: no padding, every bit pattern
+    // valid, so it may be copied into the programs' read-only global.
+    unsafe impl aya::Pod for super::EventsLayout {}
+}

@@ -1,0 +1,146 @@
+//! The daemon's HTTP endpoints, served so that no client can hold the
+//! agent's memory or connections: hyper's HTTP/1 server with a timeout for
+//! the request head, a cap on its size, a cap on connections at once, and a
+//! limit on each connection's life; the report is shared bytes, not a copy
+//! per request; `/audit` (cgroup paths, pod and container ids, process
+//! names) answers loopback peers only unless told otherwise.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::SyncSender;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Extension, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use super::worker::{Msg, Shared};
+use crate::cli::AuditEndpoint;
+
+/// The request head must arrive within this.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// hyper's read buffer, which bounds a request head (its minimum is 8 KiB).
+const MAX_HEAD: usize = 16 * 1024;
+/// Connections served at once; more are closed at accept.
+pub const MAX_CONNECTIONS: usize = 32;
+/// The longest a connection may live, reading or writing.
+const CONNECTION_LIFE: Duration = Duration::from_secs(30);
+/// How long `/audit` waits for the worker to render.
+const RENDER_WAIT: Duration = Duration::from_secs(20);
+
+#[derive(Clone)]
+struct App {
+    shared: Arc<Shared>,
+    worker: SyncSender<Msg>,
+    audit: AuditEndpoint,
+    /// /readyz fails when the last full pass is older than this.
+    stale_after: Duration,
+}
+
+/// The peer of the connection a request came on.
+#[derive(Clone, Copy)]
+struct Peer(SocketAddr);
+
+/// Serves until `stop` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    worker: SyncSender<Msg>,
+    audit: AuditEndpoint,
+    stale_after: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let app = App { shared, worker, audit, stale_after };
+    let router = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/audit", get(latest_audit))
+        .with_state(app);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // EMFILE and friends: wait rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => return,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = TowerToHyperService::new(router.clone().layer(axum::Extension(Peer(peer))).into_service());
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_buf_size(MAX_HEAD)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_LIFE, conn).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn metrics(State(app): State<App>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], app.shared.metrics.render())
+}
+
+async fn readyz(State(app): State<App>) -> impl IntoResponse {
+    if !app.shared.ready.load(Ordering::Relaxed) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "no audit has completed yet\n".to_owned());
+    }
+    let last = app.shared.last_success.load(Ordering::Relaxed);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let age = now.saturating_sub(last);
+    if age as u64 > app.stale_after.as_secs() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the last completed audit is {age} s old (more than {} s)\n", app.stale_after.as_secs()),
+        );
+    }
+    (StatusCode::OK, "ready\n".to_owned())
+}
+
+fn json(status: StatusCode, body: Bytes) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn latest_audit(State(app): State<App>, Extension(Peer(peer)): Extension<Peer>) -> Response {
+    let allowed = match app.audit {
+        AuditEndpoint::Off => false,
+        AuditEndpoint::Loopback => peer.ip().is_loopback(),
+        AuditEndpoint::Any => true,
+    };
+    if !allowed {
+        return json(
+            StatusCode::FORBIDDEN,
+            Bytes::from_static(b"{\"error\": \"/audit is not served to this address (see --audit-endpoint)\"}\n"),
+        );
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if app.worker.try_send(Msg::Render(tx)).is_err() {
+        return json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"the agent is busy\"}\n"));
+    }
+    match tokio::time::timeout(RENDER_WAIT, rx).await {
+        Ok(Ok(Some(body))) => json(StatusCode::OK, body),
+        Ok(Ok(None)) => {
+            json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"no audit has completed yet\"}\n"))
+        }
+        _ => json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"the agent is busy\"}\n")),
+    }
+}

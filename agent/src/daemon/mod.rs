@@ -1,0 +1,144 @@
+//! `agent run`: the long-running node agent. A worker thread owns the
+//! node's picture (`picture`, `worker`): a full pass at start and every
+//! `--interval`, kernel change events applied in between. The event reader
+//! is its own thread (`trace`); HTTP (`http`) runs on a small tokio
+//! runtime. If the worker ever stops, the process exits non-zero, so the
+//! probes and the kubelet see it, rather than serving a stale report.
+
+pub mod http;
+pub mod picture;
+pub mod worker;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::cli::RunArgs;
+use crate::trace::{self, TraceMessage, Tracer};
+use worker::{Config, Msg, Shared, Worker};
+
+/// Messages waiting for the worker; beyond this, events count as lost (and
+/// lead to a full pass) and /audit answers busy.
+const QUEUE: usize = 8192;
+
+/// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
+/// (exit 1). Returns the exit code.
+pub async fn serve(args: &RunArgs) -> u8 {
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("cannot listen on {}: {e}", args.listen);
+            return 2;
+        }
+    };
+    let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(QUEUE);
+    let stop_reader = Arc::new(AtomicBool::new(false));
+
+    let tracer = if args.no_tracing {
+        Err("disabled by --no-tracing".to_owned())
+    } else {
+        Tracer::start().map_err(|e| e.to_string())
+    };
+    let reader = match tracer {
+        Ok(tracer) => {
+            let events = tx.clone();
+            let reader = trace::spawn_reader(tracer, stop_reader.clone(), move |msg| match msg {
+                TraceMessage::Event(e) => events.try_send(Msg::Event(e)).is_ok(),
+                TraceMessage::Lost(total) => events.try_send(Msg::Lost(total)).is_ok(),
+            });
+            match reader {
+                Ok(r) => {
+                    shared.metrics.set_tracing_active(true);
+                    tracing::info!("event tracing active: bpf(2) calls on cgroup hooks, cgroup mkdir and rmdir");
+                    Some(r)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start the event reader thread; auditing on the interval only");
+                    None
+                }
+            }
+        }
+        Err(why) => {
+            shared.metrics.set_tracing_active(false);
+            tracing::warn!(reason = %why, interval = ?args.interval, "event tracing unavailable; auditing on the interval only");
+            None
+        }
+    };
+
+    let config = Config {
+        scan: args.scan.options(),
+        policy: args.scan.policy(),
+        interval: args.interval,
+        remediate: args.remediate,
+        tracing: reader.is_some(),
+    };
+    let (worker_done_tx, mut worker_done) = watch::channel(false);
+    let worker_shared = shared.clone();
+    let worker = std::thread::Builder::new().name("cgaudit-worker".into()).spawn(move || {
+        // Tells serve the worker is gone, however it ends (a panic too).
+        struct Done(watch::Sender<bool>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                let _ = self.0.send(true);
+            }
+        }
+        let _done = Done(worker_done_tx);
+        Worker::new(config, worker_shared).run(rx);
+    });
+    let worker = match worker {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!("cannot start the worker thread: {e}");
+            return 2;
+        }
+    };
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // The report is stale (and /readyz fails) after three intervals without
+    // a full pass.
+    let stale_after = args.interval.saturating_mul(3).max(Duration::from_secs(10));
+    let http =
+        tokio::spawn(http::serve(listener, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
+    tracing::info!(listen = %args.listen, interval = ?args.interval, "cgaudit agent running");
+
+    let code = tokio::select! {
+        _ = wait_for_signal() => {
+            tracing::info!("stopping");
+            0
+        }
+        _ = worker_done.changed() => {
+            tracing::error!("the audit worker stopped; exiting so the kubelet restarts the agent");
+            1
+        }
+    };
+    let _ = stop_tx.send(true);
+    stop_reader.store(true, Ordering::Relaxed);
+    let _ = tx.try_send(Msg::Stop);
+    drop(tx);
+    let _ = tokio::time::timeout(Duration::from_millis(500), http).await;
+    // The worker ends at its next message (Stop) unless a full pass or a
+    // remediation is under way; it is not waited for then.
+    let _ = tokio::time::timeout(Duration::from_millis(500), tokio::task::spawn_blocking(move || worker.join())).await;
+    if let Some(reader) = reader {
+        // The reader sees the flag within its 100 ms poll and drops the
+        // tracer, which detaches the programs.
+        let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+    }
+    tracing::info!("stopped");
+    code
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,571 @@
+//! The daemon's picture of the node: the last full pass's `Snapshot`, kept
+//! current by the kernel's change events instead of re-reading the tree.
+//!
+//! Pure: events in, changes to the snapshot out. What needs the kernel
+//! (reading a cgroup's hooks again, a new program's name) the picture asks
+//! for in its `Effect`, and the worker answers with `set_hook`. A `bpf(2)`
+//! call's event only says which cgroup to read again: what it changed is
+//! what the kernel lists afterwards, never what the call's arguments said. Effective
+//! programs of pods are computed here from the tree in memory with the
+//! kernel's inheritance rule (`compute_effective_progs`): walking up from a
+//! cgroup, an ancestor's programs are added while none has been found yet,
+//! or when that ancestor's hook allows multiple programs.
+
+use std::collections::HashMap;
+
+use crate::attribution;
+use crate::bpf::query::Attached;
+use crate::bpf::sys::CgroupLinkInfo;
+use crate::bpf::{AttachFlags, AttachType, BpfCommand};
+#[cfg(test)]
+use crate::snapshot::TreeEntry;
+use crate::snapshot::{Attachment, Change, Event, PodCgroup, ProcessRef, Snapshot};
+
+/// One cgroup of the tree.
+#[derive(Debug, Clone)]
+struct Node {
+    parent: u64,
+    name: Box<str>,
+}
+
+/// What the worker must do after an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing on the audited tree changed (an event elsewhere on the node).
+    Nothing,
+    /// Applied; `findings` says whether the findings may differ now.
+    Applied { findings: bool },
+    /// Read this cgroup's hooks again and hand them to `set_hook`; fetch
+    /// `programs` not yet known.
+    Reread { cgroup_id: u64, path: String, programs: Vec<u32> },
+    /// A change the picture cannot place (a cgroup call whose target was not
+    /// readable): only a full pass can tell what changed.
+    Unplaced,
+}
+
+/// A hook's programs as the kernel lists them, and the attach point's flags.
+#[derive(Debug, Clone, Default)]
+struct Hook {
+    flags: Option<AttachFlags>,
+    progs: Vec<u32>,
+}
+
+pub struct Picture {
+    snap: Snapshot,
+    nodes: HashMap<u64, Node>,
+    /// connect4/connect6 of every cgroup that has programs on them: what
+    /// pods' effective programs are computed from.
+    connect: HashMap<(u64, AttachType), Hook>,
+    /// Bumped on every change: what a rendered report was made from.
+    generation: u64,
+}
+
+fn is_connect(t: AttachType) -> bool {
+    matches!(t.name(), "connect4" | "connect6")
+}
+
+impl Picture {
+    /// The picture of a full pass (made with `ScanOptions::keep_tree`).
+    pub fn new(mut snap: Snapshot) -> Picture {
+        let tree = std::mem::take(&mut snap.tree);
+        let nodes = tree.into_iter().map(|t| (t.id, Node { parent: t.parent, name: t.name.into() })).collect();
+        let mut connect: HashMap<(u64, AttachType), Hook> = HashMap::new();
+        for a in snap.attachments.iter().filter(|a| is_connect(a.attach_type)) {
+            let h = connect.entry((a.cgroup_id, a.attach_type)).or_default();
+            h.flags = Some(a.attach_flags);
+            h.progs.push(a.prog_id);
+        }
+        Picture { snap, nodes, connect, generation: 0 }
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Keeps the recent events, for "who attached what".
+    pub fn set_events(&mut self, events: Vec<Event>) {
+        for id in events.iter().map(|e| e.caller_cgroup_id) {
+            if let Some(p) = self.path(id) {
+                self.snap.cgroup_paths.insert(id, p);
+            }
+        }
+        self.snap.events = events;
+    }
+
+    /// The path of a cgroup of the audited tree, relative to its root.
+    pub fn path(&self, id: u64) -> Option<String> {
+        if id == self.snap.root.cgroup_id {
+            return Some("/".into());
+        }
+        let mut names = Vec::new();
+        let mut at = id;
+        // Bounded: a tree deeper than this is not one the kernel made.
+        for _ in 0..4096 {
+            let n = self.nodes.get(&at)?;
+            names.push(&*n.name);
+            if n.parent == self.snap.root.cgroup_id {
+                names.reverse();
+                return Some(format!("/{}", names.join("/")));
+            }
+            at = n.parent;
+        }
+        None
+    }
+
+    fn known(&self, id: u64) -> bool {
+        id == self.snap.root.cgroup_id || self.nodes.contains_key(&id)
+    }
+
+    /// Applies one event.
+    pub fn apply(&mut self, e: &Event) -> Effect {
+        match &e.change {
+            Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name),
+            Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
+            Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, .. } => {
+                // A link's cgroup as the picture knows it, when the call did
+                // not name one (a defunct link, or an unreadable fd).
+                let known_link =
+                    link_id.and_then(|id| self.snap.cgroup_links.iter().find(|l| l.link_id == id)).copied();
+                let cgroup = cgroup_id.or(known_link.map(|l| l.cgroup_id).filter(|&id| id != 0));
+                match (command, link_id) {
+                    (BpfCommand::LinkCreate, Some(link)) => {
+                        if let (Some(cg), Some(t), Some(prog)) = (cgroup, attach_type, prog_id) {
+                            self.snap.cgroup_links.retain(|l| l.link_id != *link);
+                            self.snap.cgroup_links.push(CgroupLinkInfo {
+                                link_id: *link,
+                                prog_id: *prog,
+                                cgroup_id: cg,
+                                attach_type: t.kernel_value(),
+                            });
+                        }
+                    }
+                    (BpfCommand::LinkDetach, Some(link)) => {
+                        // The link object lives on while pinned or held: defunct.
+                        for l in self.snap.cgroup_links.iter_mut().filter(|l| l.link_id == *link) {
+                            l.cgroup_id = 0;
+                            self.generation += 1;
+                        }
+                    }
+                    (BpfCommand::LinkUpdate, Some(link)) => {
+                        for l in self.snap.cgroup_links.iter_mut().filter(|l| l.link_id == *link) {
+                            if let Some(prog) = prog_id {
+                                l.prog_id = *prog;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                match cgroup {
+                    Some(cg) if self.known(cg) => self.reread(cg, prog_id),
+                    // Elsewhere on the node (outside the audited tree).
+                    Some(_) => Effect::Nothing,
+                    // A call on a cgroup hook, or on a cgroup link we know,
+                    // whose cgroup could not be read: only a full pass tells.
+                    None if command.names_hook() && attach_type.is_some() => Effect::Unplaced,
+                    None if known_link.is_some() => Effect::Unplaced,
+                    // Not a cgroup call (XDP, TCX, sockmap, flow dissector...).
+                    None => Effect::Nothing,
+                }
+            }
+        }
+    }
+
+    /// Takes the cgroup links the kernel lists now (a sweep: a link whose
+    /// last fd was closed makes no bpf(2) call); returns the cgroups whose
+    /// links changed, to read again.
+    pub fn reconcile_links(&mut self, mut now: Vec<CgroupLinkInfo>) -> Vec<(u64, String)> {
+        now.sort_by_key(|l| l.link_id);
+        let mut before = self.snap.cgroup_links.clone();
+        before.sort_by_key(|l| l.link_id);
+        if now == before {
+            return Vec::new();
+        }
+        let mut touched: Vec<u64> = before
+            .iter()
+            .filter(|b| !now.contains(b))
+            .chain(now.iter().filter(|n| !before.contains(n)))
+            .map(|l| l.cgroup_id)
+            .filter(|&id| id != 0 && self.known(id))
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        self.snap.cgroup_links = now;
+        self.generation += 1;
+        touched.into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+    }
+
+    fn reread(&self, cgroup_id: u64, prog: &Option<u32>) -> Effect {
+        let Some(path) = self.path(cgroup_id) else { return Effect::Nothing };
+        let programs = prog.iter().copied().filter(|id| !self.snap.programs.contains_key(id)).collect();
+        Effect::Reread { cgroup_id, path, programs }
+    }
+
+    fn made(&mut self, id: u64, parent: u64, name: &str) -> Effect {
+        // A parent we do not know lies outside the audited tree (events we
+        // lost are counted, and the worker reads the whole tree then).
+        if !self.known(parent) || name.is_empty() {
+            return Effect::Nothing;
+        }
+        self.nodes.insert(id, Node { parent, name: name.into() });
+        self.generation += 1;
+        self.snap.cgroups_scanned += 1;
+        let Some(path) = self.path(id) else { return Effect::Applied { findings: false } };
+        if !attribution::attribute(&path).is_pod_level() || !self.walks_connect() {
+            return Effect::Applied { findings: false };
+        }
+        let pod = PodCgroup {
+            cgroup: path.clone(),
+            cgroup_id: id,
+            pod_uid: attribution::attribute(&path).pod_uid.unwrap_or_default(),
+            effective_connect: self.effective_connect(id),
+        };
+        let at = self.snap.pods.partition_point(|p| p.cgroup < path);
+        if self.snap.pods.get(at).is_none_or(|p| p.cgroup != path) {
+            self.snap.pods.insert(at, pod);
+        }
+        Effect::Applied { findings: true }
+    }
+
+    /// Whether the full pass judged pods (a connect hook is supported).
+    fn walks_connect(&self) -> bool {
+        ["connect4", "connect6"]
+            .iter()
+            .filter_map(|n| AttachType::from_name(n))
+            .any(|t| !self.snap.unsupported_attach_types.contains(&t))
+    }
+
+    fn removed(&mut self, id: u64) -> Effect {
+        if id == self.snap.root.cgroup_id {
+            return Effect::Nothing;
+        }
+        let Some(path) = self.path(id) else { return Effect::Nothing };
+        // cgroup2 removes only cgroups without children: one node goes.
+        self.nodes.remove(&id);
+        self.generation += 1;
+        self.snap.cgroups_scanned = self.snap.cgroups_scanned.saturating_sub(1);
+        let before = (self.snap.attachments.len(), self.snap.pods.len());
+        let lb = self.snap.attachments.iter().any(|a| a.cgroup_id == id && a.attach_type.is_socket_lb());
+        self.snap.attachments.retain(|a| a.cgroup_id != id);
+        self.snap.pods.retain(|p| p.cgroup != path);
+        self.snap.processes.remove(&path);
+        self.connect.retain(|(cg, _), _| *cg != id);
+        let mut links = false;
+        for l in self.snap.cgroup_links.iter_mut().filter(|l| l.cgroup_id == id) {
+            l.cgroup_id = 0;
+            links = true;
+        }
+        let changed = before != (self.snap.attachments.len(), self.snap.pods.len());
+        Effect::Applied { findings: lb || links || changed && before.1 != self.snap.pods.len() }
+    }
+
+    /// Programs in effect for sockets of cgroup `id` on connect4 and
+    /// connect6, own and inherited (the kernel's `compute_effective_progs`).
+    pub fn effective_connect(&self, id: u64) -> Vec<u32> {
+        let mut out = Vec::new();
+        for t in ["connect4", "connect6"].iter().filter_map(|n| AttachType::from_name(n)) {
+            let mut found = 0;
+            let mut at = Some(id);
+            for _ in 0..4096 {
+                let Some(cg) = at else { break };
+                if let Some(h) = self.connect.get(&(cg, t))
+                    && (found == 0 || h.flags == Some(AttachFlags::Multi))
+                {
+                    out.extend(&h.progs);
+                    found += h.progs.len();
+                }
+                at = if cg == self.snap.root.cgroup_id { None } else { self.nodes.get(&cg).map(|n| n.parent) };
+            }
+        }
+        out
+    }
+
+    /// Replaces what the picture holds for hooks of one cgroup with what
+    /// the kernel lists now (`hooks`: the hooks read; `attached`: their
+    /// programs), and the cgroup's processes when they were read. Returns
+    /// the attachments removed and added, and whether findings may differ.
+    pub fn set_hook(
+        &mut self,
+        cgroup_id: u64,
+        hooks: &[AttachType],
+        attached: &[Attached],
+        processes: Option<Vec<ProcessRef>>,
+    ) -> (Vec<Attachment>, Vec<Attachment>, bool) {
+        let Some(path) = self.path(cgroup_id) else { return (Vec::new(), Vec::new(), false) };
+        let mut removed = Vec::new();
+        let mut kept = Vec::with_capacity(self.snap.attachments.len());
+        for a in std::mem::take(&mut self.snap.attachments) {
+            if a.cgroup_id == cgroup_id && hooks.contains(&a.attach_type) {
+                removed.push(a);
+            } else {
+                kept.push(a);
+            }
+        }
+        self.snap.attachments = kept;
+        let added: Vec<Attachment> = attached
+            .iter()
+            .map(|a| Attachment {
+                cgroup: path.clone(),
+                cgroup_id,
+                attach_type: a.attach_type,
+                attach_flags: a.flags,
+                prog_id: a.prog_id,
+                link_id: self
+                    .snap
+                    .cgroup_links
+                    .iter()
+                    .find(|l| {
+                        l.cgroup_id == cgroup_id
+                            && l.attach_type == a.attach_type.kernel_value()
+                            && l.prog_id == a.prog_id
+                    })
+                    .map(|l| l.link_id),
+            })
+            .collect();
+        // Same order as a full pass: by cgroup, then hook; a hook's programs
+        // in the kernel's (run) order (a stable sort of a sorted list and a
+        // few new entries: linear).
+        self.snap.attachments.extend(added.iter().cloned());
+        self.snap.attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
+
+        let mut connect_changed = false;
+        for &t in hooks.iter().filter(|t| is_connect(**t)) {
+            let progs: Vec<u32> = attached.iter().filter(|a| a.attach_type == t).map(|a| a.prog_id).collect();
+            let flags = attached.iter().find(|a| a.attach_type == t).map(|a| a.flags);
+            let old = self.connect.remove(&(cgroup_id, t));
+            if !progs.is_empty() {
+                self.connect.insert((cgroup_id, t), Hook { flags, progs });
+            }
+            connect_changed |= old.map(|h| h.progs) != self.connect.get(&(cgroup_id, t)).map(|h| h.progs.clone());
+        }
+        if connect_changed {
+            self.recompute_pods_below(&path);
+        }
+        let below_root = cgroup_id != self.snap.root.cgroup_id;
+        let lb_now = added.iter().any(|a| a.attach_type.is_socket_lb());
+        match processes {
+            Some(p) if below_root && lb_now => {
+                self.snap.processes.insert(path.clone(), p);
+            }
+            _ if !lb_now || !below_root => {
+                self.snap.processes.remove(&path);
+            }
+            _ => {}
+        }
+        self.generation += 1;
+        let findings = removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || connect_changed;
+        (removed, added, findings)
+    }
+
+    fn recompute_pods_below(&mut self, path: &str) {
+        let prefix = if path == "/" { String::from("/") } else { format!("{path}/") };
+        for i in 0..self.snap.pods.len() {
+            let p = &self.snap.pods[i];
+            if p.cgroup == path || p.cgroup.starts_with(&prefix) {
+                let eff = self.effective_connect(p.cgroup_id);
+                self.snap.pods[i].effective_connect = eff;
+            }
+        }
+    }
+
+    /// Adds programs the worker read for `Effect::Reread`.
+    pub fn add_programs(&mut self, programs: impl IntoIterator<Item = crate::bpf::programs::Program>) {
+        for p in programs {
+            self.snap.programs.insert(p.id, p);
+        }
+        self.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::ProgType;
+    use crate::bpf::programs::Program;
+    use crate::fixtures::*;
+
+    const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+
+    fn ev(change: Change) -> Event {
+        Event { time_unix_ms: 1, change, pid: 7, tid: 7, comm: "runc".into(), caller_cgroup_id: 1 }
+    }
+
+    fn t(n: &str) -> AttachType {
+        AttachType::from_name(n).unwrap()
+    }
+
+    /// A node: root 1, /kubepods 2, /kubepods/burstable 3, one pod 4.
+    fn picture() -> Picture {
+        let mut s = node();
+        s.pods.push(PodCgroup {
+            cgroup: format!("/kubepods/burstable/pod{POD_UID}"),
+            cgroup_id: 4,
+            pod_uid: POD_UID.into(),
+            effective_connect: vec![],
+        });
+        s.tree = vec![
+            TreeEntry { id: 2, parent: 1, name: "kubepods".into() },
+            TreeEntry { id: 3, parent: 2, name: "burstable".into() },
+            TreeEntry { id: 4, parent: 3, name: format!("pod{POD_UID}") },
+        ];
+        Picture::new(s)
+    }
+
+    fn multi(hook: &str, prog_id: u32) -> Attached {
+        Attached { attach_type: t(hook), flags: AttachFlags::Multi, prog_id }
+    }
+
+    fn call(command: BpfCommand, cgroup_id: Option<u64>, hook: &str, prog_id: u32, link_id: Option<u32>) -> Change {
+        Change::BpfCall {
+            command,
+            cgroup_id,
+            attach_type: AttachType::from_name(hook),
+            prog_id: Some(prog_id),
+            link_id,
+            flags: 2,
+        }
+    }
+
+    fn all() -> Vec<AttachType> {
+        AttachType::all().collect()
+    }
+
+    #[test]
+    fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again() {
+        let mut p = picture();
+        let made = p.apply(&ev(Change::CgroupMade { cgroup_id: 5, parent_id: 4, name: "ctr".into() }));
+        assert_eq!(made, Effect::Applied { findings: false });
+        let path = format!("/kubepods/burstable/pod{POD_UID}/ctr");
+        assert_eq!(p.path(5).as_deref(), Some(path.as_str()));
+        let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
+        assert_eq!(e, Effect::Reread { cgroup_id: 5, path, programs: vec![90] });
+        let (removed, added, findings) = p.set_hook(5, &all(), &[multi("device", 90)], None);
+        assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
+        assert_eq!(p.snapshot().attachments.len(), 1);
+        // Removed with its cgroup.
+        assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 5 })), Effect::Applied { findings: false });
+        assert!(p.snapshot().attachments.is_empty());
+        assert_eq!(p.path(5), None);
+    }
+
+    #[test]
+    fn what_the_call_named_is_a_hint_what_the_kernel_lists_is_the_answer() {
+        let mut p = picture();
+        // The call said device; the kernel lists a connect4 program: the
+        // picture holds what the kernel lists.
+        let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(4), "device", 90, None)));
+        assert!(matches!(e, Effect::Reread { cgroup_id: 4, .. }));
+        let (_, added, findings) = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]));
+        assert_eq!(added[0].attach_type, t("connect4"));
+        assert!(findings, "a socket-LB hook may change findings");
+    }
+
+    #[test]
+    fn a_cgroup_call_that_cannot_be_placed_asks_for_a_full_pass() {
+        let mut p = picture();
+        assert_eq!(p.apply(&ev(call(BpfCommand::ProgAttach, None, "connect4", 1, None))), Effect::Unplaced);
+        // Not a cgroup hook and no cgroup: an XDP or TCX call.
+        let xdp = Change::BpfCall {
+            command: BpfCommand::LinkCreate,
+            cgroup_id: None,
+            attach_type: None,
+            prog_id: Some(1),
+            link_id: Some(9),
+            flags: 0,
+        };
+        assert_eq!(p.apply(&ev(xdp)), Effect::Nothing);
+    }
+
+    #[test]
+    fn events_outside_the_audited_tree_change_nothing() {
+        let mut p = picture();
+        let g = p.generation();
+        assert_eq!(
+            p.apply(&ev(Change::CgroupMade { cgroup_id: 50, parent_id: 49, name: "x".into() })),
+            Effect::Nothing
+        );
+        assert_eq!(p.apply(&ev(call(BpfCommand::ProgAttach, Some(51), "connect4", 1, None))), Effect::Nothing);
+        assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 52 })), Effect::Nothing);
+        assert_eq!(p.generation(), g);
+    }
+
+    #[test]
+    fn effective_programs_follow_the_kernels_inheritance_rule() {
+        let mut p = picture();
+        let c4 = [t("connect4")];
+        // connect4 at the root (multi) and on /kubepods (multi): both run.
+        p.set_hook(1, &c4, &[multi("connect4", 10)], None);
+        p.set_hook(2, &c4, &[multi("connect4", 20)], None);
+        assert_eq!(p.effective_connect(4), vec![20, 10]);
+        assert_eq!(p.snapshot().pods[0].effective_connect, vec![20, 10], "the pod was recomputed");
+        // /kubepods exclusive, an override program on /kubepods/burstable:
+        // the nearest runs; /kubepods (not multi) is skipped once one is
+        // found; the root (multi) adds its own.
+        let none = Attached { attach_type: t("connect4"), flags: AttachFlags::None, prog_id: 20 };
+        let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30 };
+        p.set_hook(2, &c4, &[none], None);
+        p.set_hook(3, &c4, &[over], None);
+        assert_eq!(p.effective_connect(4), vec![30, 10]);
+        // Nothing on the hooks: nothing in effect.
+        for cg in [1, 2, 3] {
+            p.set_hook(cg, &c4, &[], None);
+        }
+        assert!(p.effective_connect(4).is_empty());
+    }
+
+    #[test]
+    fn a_new_pod_is_judged_by_what_is_in_effect_for_it() {
+        let mut p = picture();
+        p.snap.programs.insert(10, Program::new(10, "cil_sock4_connect", ProgType::CgroupSockAddr));
+        p.set_hook(1, &[t("connect4")], &[multi("connect4", 10)], None);
+        let uid = "11111111-2222-4333-8444-555555555555";
+        let e = p.apply(&ev(Change::CgroupMade { cgroup_id: 6, parent_id: 3, name: format!("pod{uid}") }));
+        assert_eq!(e, Effect::Applied { findings: true });
+        let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
+        assert_eq!(pod.effective_connect, vec![10]);
+    }
+
+    #[test]
+    fn links_are_named_go_defunct_on_detach_and_are_reconciled_by_a_sweep() {
+        let mut p = picture();
+        p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 10, Some(3))));
+        p.set_hook(4, &all(), &[multi("connect4", 10)], Some(vec![]));
+        assert_eq!(p.snapshot().attachments[0].link_id, Some(3), "the link is named on its attachment");
+        // LINK_DETACH names the link; its cgroup comes from the picture.
+        let detach = Change::BpfCall {
+            command: BpfCommand::LinkDetach,
+            cgroup_id: None,
+            attach_type: None,
+            prog_id: None,
+            link_id: Some(3),
+            flags: 0,
+        };
+        assert!(matches!(p.apply(&ev(detach)), Effect::Reread { cgroup_id: 4, .. }));
+        assert_eq!(p.snapshot().cgroup_links[0].cgroup_id, 0, "defunct while something holds it");
+        // The sweep finds it gone (its last fd closed): nothing to re-read,
+        // its cgroup was already.
+        assert!(p.reconcile_links(vec![]).is_empty());
+        assert!(p.snapshot().cgroup_links.is_empty());
+        // A link the picture never saw made (its last fd closed before any
+        // event): the sweep names its cgroup to read again.
+        let seen = CgroupLinkInfo { link_id: 8, prog_id: 10, cgroup_id: 4, attach_type: t("connect4").kernel_value() };
+        assert_eq!(p.reconcile_links(vec![seen]), vec![(4, format!("/kubepods/burstable/pod{POD_UID}"))]);
+        assert!(p.reconcile_links(vec![seen]).is_empty(), "no change, nothing to read");
+    }
+
+    #[test]
+    fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
+        let mut p = picture();
+        let procs = vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }];
+        let (_, _, findings) = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()));
+        assert!(findings);
+        let path = format!("/kubepods/burstable/pod{POD_UID}");
+        assert_eq!(p.snapshot().processes.get(&path), Some(&procs));
+        let (removed, _, findings) = p.set_hook(4, &all(), &[], None);
+        assert!(findings && removed.len() == 1);
+        assert!(!p.snapshot().processes.contains_key(&path));
+    }
+}

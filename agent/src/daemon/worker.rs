@@ -1,0 +1,454 @@
+//! The daemon's worker: one thread that owns the picture of the node.
+//!
+//! It makes a full pass at start and every `--interval` (jittered), and in
+//! between applies the kernel's change events to the picture: an event on a
+//! hook that cannot change a finding (a runtime's device program) updates the
+//! inventory of that one cgroup; a socket-LB hook event re-judges the node
+//! from the picture. Lost events, and events the picture cannot place, ask
+//! for a full pass, at most one per `FULL_PASS_MIN_GAP`: no caller can make
+//! it walk the tree back to back. Messages come through one bounded queue,
+//! in order, so events that arrive during a full pass are applied after it.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use rand::Rng;
+
+use super::picture::{Effect, Picture};
+use crate::bpf::AttachType;
+use crate::bpf::programs;
+use crate::cgroup::root;
+use crate::cli::Remediate;
+use crate::findings::{self, Finding, Kind, Policy, Severity};
+use crate::metrics::{Metrics, Trigger};
+use crate::remount::{self, Outcome, plan::Action};
+use crate::report::{Report, Status, Verdict};
+use crate::scan::visit::{self, WalkContext};
+use crate::scan::{self, ScanOptions};
+use crate::snapshot::Event;
+
+/// Full passes asked for by events are at least this far apart.
+pub const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
+/// How often the cgroup links are listed, while events are traced: a link
+/// whose last fd was closed ends without a bpf(2) call.
+const LINK_SWEEP: Duration = Duration::from_secs(5);
+/// Retry delay while no full pass has succeeded yet (e.g. the root is not there).
+const RETRY: Duration = Duration::from_secs(1);
+/// Events kept for "who attached what".
+const EVENTS_KEPT: usize = 1024;
+/// At most one remediation per mount path in this window.
+const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
+/// Messages handled before the picture's findings are judged again: a burst
+/// is folded into one judgement.
+const BATCH: usize = 256;
+
+/// What the worker is told.
+pub enum Msg {
+    Event(Event),
+    /// Total events lost in the kernel so far.
+    Lost(u64),
+    /// Render the latest report as JSON (`/audit`).
+    Render(tokio::sync::oneshot::Sender<Option<Bytes>>),
+    Stop,
+}
+
+/// What the worker and the HTTP side share.
+pub struct Shared {
+    pub metrics: Metrics,
+    /// A full pass has completed.
+    pub ready: AtomicBool,
+    /// Unix time of the last completed full pass.
+    pub last_success: AtomicI64,
+}
+
+impl Shared {
+    pub fn new(kernel: &str) -> Shared {
+        Shared { metrics: Metrics::new(kernel), ready: AtomicBool::new(false), last_success: AtomicI64::new(0) }
+    }
+}
+
+/// What the worker needs from the command line.
+pub struct Config {
+    pub scan: ScanOptions,
+    pub policy: Policy,
+    pub interval: Duration,
+    pub remediate: Remediate,
+    /// Events are traced: sweep the links between full passes.
+    pub tracing: bool,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// `interval` +-10%.
+fn jittered(interval: Duration) -> Duration {
+    let ms = interval.as_millis().min(u64::MAX as u128) as u64;
+    Duration::from_millis(ms.saturating_mul(rand::rng().random_range(900..1100)) / 1000)
+}
+
+pub struct Worker {
+    config: Config,
+    shared: Arc<Shared>,
+    picture: Option<Picture>,
+    /// The audit root, open: single cgroups are re-read below it.
+    root: Option<OwnedFd>,
+    history: VecDeque<Event>,
+    findings: Vec<Finding>,
+    verdict: Option<Verdict>,
+    last_fallback: Option<String>,
+    last_full: Option<Instant>,
+    next_interval: Instant,
+    next_sweep: Instant,
+    /// A full pass asked for (and why), due at the instant given.
+    asked: Option<(Instant, Trigger)>,
+    rendered: Option<(u64, usize, Bytes)>,
+    remediated: HashMap<String, Instant>,
+}
+
+impl Worker {
+    pub fn new(config: Config, shared: Arc<Shared>) -> Worker {
+        Worker {
+            config,
+            shared,
+            picture: None,
+            root: None,
+            history: VecDeque::new(),
+            findings: Vec::new(),
+            verdict: None,
+            last_fallback: None,
+            last_full: None,
+            next_interval: Instant::now(),
+            next_sweep: Instant::now() + LINK_SWEEP,
+            asked: Some((Instant::now(), Trigger::Startup)),
+            rendered: None,
+            remediated: HashMap::new(),
+        }
+    }
+
+    /// Runs until told to stop (or the queue closes).
+    pub fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            let now = Instant::now();
+            if self.config.tracing && self.next_sweep <= now {
+                self.next_sweep = now + LINK_SWEEP;
+                if self.sweep_links() {
+                    self.judge();
+                }
+            }
+            let due = self.asked.map_or(self.next_interval, |(at, _)| at.min(self.next_interval));
+            let due = if self.config.tracing { due.min(self.next_sweep) } else { due };
+            if due <= now {
+                if self.asked.is_none_or(|(at, _)| at > now) && self.next_interval > now {
+                    continue; // only the sweep was due
+                }
+                let trigger = match self.asked {
+                    Some((at, t)) if at <= now => t,
+                    _ => Trigger::Interval,
+                };
+                self.full_pass(trigger);
+                continue;
+            }
+            let first = match rx.recv_timeout(due - now) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let mut judge = false;
+            let mut msg = Some(first);
+            let mut handled = 0;
+            while let Some(m) = msg.take() {
+                match m {
+                    Msg::Stop => return,
+                    Msg::Event(e) => judge |= self.on_event(e),
+                    Msg::Lost(total) => {
+                        self.shared.metrics.events_lost(total);
+                        self.ask_full_pass(Trigger::EventsLost);
+                    }
+                    Msg::Render(reply) => {
+                        let _ = reply.send(self.render());
+                    }
+                }
+                handled += 1;
+                if handled < BATCH {
+                    msg = rx.try_recv().ok();
+                }
+            }
+            if judge {
+                self.judge();
+            }
+        }
+    }
+
+    fn ask_full_pass(&mut self, trigger: Trigger) {
+        let earliest = self.last_full.map_or_else(Instant::now, |t| t + FULL_PASS_MIN_GAP);
+        if self.asked.is_none_or(|(at, _)| earliest < at) {
+            self.asked = Some((earliest, trigger));
+        }
+    }
+
+    /// Applies one event; true when the findings may have changed.
+    fn on_event(&mut self, e: Event) -> bool {
+        tracing::debug!(event = ?e.change, pid = e.pid, comm = %e.comm, "kernel event");
+        if let Some(cmd) = e.change.command() {
+            self.shared.metrics.attach_event(cmd, e.change.attach_type());
+        }
+        if self.history.len() == EVENTS_KEPT {
+            self.history.pop_front();
+        }
+        self.history.push_back(e.clone());
+        let Some(picture) = self.picture.as_mut() else { return false };
+        match picture.apply(&e) {
+            Effect::Nothing => false,
+            Effect::Applied { findings } => {
+                self.shared.metrics.incremental_update();
+                findings
+            }
+            Effect::Unplaced => {
+                self.ask_full_pass(Trigger::Unplaced);
+                false
+            }
+            Effect::Reread { cgroup_id, path, programs } => {
+                if !programs.is_empty() {
+                    self.learn_programs(&programs);
+                }
+                self.reread(cgroup_id, &path)
+            }
+        }
+    }
+
+    /// Programs an event named that the picture does not know yet.
+    fn learn_programs(&mut self, ids: &[u32]) {
+        let Some(picture) = self.picture.as_mut() else { return };
+        let mut table: std::collections::BTreeMap<u32, programs::Program> =
+            ids.iter().filter_map(|&id| programs::program_by_id(id).ok().flatten()).map(|p| (p.id, p)).collect();
+        let found: Vec<u32> = table.keys().copied().collect();
+        programs::resolve_full_names(&mut table, found);
+        picture.add_programs(table.into_values());
+    }
+
+    /// Reads every hook of one cgroup again and puts what the kernel lists
+    /// in the picture; true when the findings may have changed.
+    fn reread(&mut self, cgroup_id: u64, path: &str) -> bool {
+        let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
+        let snap = picture.snapshot();
+        let hooks: Vec<AttachType> = AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect();
+        let wanted = Default::default();
+        let ctx = WalkContext {
+            root_id: snap.root.cgroup_id,
+            wanted: &wanted,
+            proc: &self.config.scan.proc,
+            keep_tree: false,
+        };
+        match visit::read_cgroup(root.as_fd(), path, cgroup_id, &hooks, &ctx) {
+            Ok((attached, procs)) => {
+                // Programs attached by calls whose events named none (or
+                // another): what the kernel lists must have a name too.
+                let unknown: Vec<u32> =
+                    attached.iter().map(|a| a.prog_id).filter(|id| !snap.programs.contains_key(id)).collect();
+                if !unknown.is_empty() {
+                    self.learn_programs(&unknown);
+                }
+                let Some(picture) = self.picture.as_mut() else { return false };
+                let (removed, added, findings) = picture.set_hook(cgroup_id, &hooks, &attached, Some(procs));
+                let snap = picture.snapshot();
+                let at_root = cgroup_id == snap.root.cgroup_id;
+                for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
+                    let owner = findings::owner_of(snap, a.prog_id, Some(a.attach_type), &self.config.policy);
+                    self.shared.metrics.attachment(a.attach_type, owner, at_root, delta);
+                }
+                self.shared.metrics.incremental_update();
+                findings
+            }
+            // Removed meanwhile: its rmdir event follows.
+            Err(err) if err.gone => false,
+            Err(err) => {
+                tracing::debug!(path, error = %err.error, "cannot read a cgroup again; a full pass will");
+                self.ask_full_pass(Trigger::Unplaced);
+                false
+            }
+        }
+    }
+
+    /// Lists the cgroup links and reads again the cgroups whose links
+    /// changed; true when the findings may have changed.
+    fn sweep_links(&mut self) -> bool {
+        let Some(picture) = self.picture.as_mut() else { return false };
+        let links = match programs::cgroup_links() {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list cgroup links");
+                return false;
+            }
+        };
+        let touched = picture.reconcile_links(links);
+        let mut judge = false;
+        for (id, path) in touched {
+            judge |= self.reread(id, &path);
+        }
+        judge
+    }
+
+    /// Judges the picture again and publishes the findings.
+    fn judge(&mut self) {
+        let Some(picture) = self.picture.as_mut() else { return };
+        picture.set_events(self.history.iter().cloned().collect());
+        self.findings = findings::evaluate(picture.snapshot(), &self.config.policy);
+        self.shared.metrics.findings(&self.findings);
+        let status = if !self.findings.is_empty() {
+            Status::Problem
+        } else if findings::complete(picture.snapshot()) {
+            Status::Ok
+        } else {
+            Status::Incomplete
+        };
+        let critical = self.findings.iter().filter(|f| f.severity == Severity::Critical).count();
+        let report_verdict = Verdict { status, findings: self.findings.len(), critical };
+        if self.verdict != Some(report_verdict) {
+            tracing::info!(
+                findings = report_verdict.findings,
+                critical = report_verdict.critical,
+                "findings changed (kernel event): {:?}",
+                report_verdict.status
+            );
+        }
+        self.verdict = Some(report_verdict);
+    }
+
+    fn full_pass(&mut self, trigger: Trigger) {
+        self.asked = None;
+        let started = Instant::now();
+        self.last_full = Some(started);
+        let mut opts = self.config.scan.clone();
+        opts.keep_tree = true;
+        opts.name_cgroups = self.history.iter().map(|e| e.caller_cgroup_id).collect();
+        let result = scan::scan(&opts);
+        let seconds = started.elapsed().as_secs_f64();
+        let snap = match result {
+            Ok(s) => s,
+            Err(e) => {
+                self.shared.metrics.audit_failed(trigger, seconds);
+                tracing::warn!(trigger = trigger.as_str(), error = %format!("{e:#}"), "audit failed");
+                let wait = if self.shared.ready.load(Ordering::Relaxed) {
+                    jittered(self.config.interval)
+                } else {
+                    RETRY.min(self.config.interval)
+                };
+                self.next_interval = Instant::now() + wait;
+                return;
+            }
+        };
+        // Single cgroups are re-read below the root this pass found; it
+        // must still be that directory.
+        self.root =
+            root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
+        let mut picture = Picture::new(snap);
+        picture.set_events(self.history.iter().cloned().collect());
+        let report = Report::new(picture.snapshot(), &self.config.policy);
+        self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
+        let summary = report.summary();
+        if self.verdict != Some(report.verdict()) {
+            tracing::info!(trigger = trigger.as_str(), findings = report.findings.len(), "{summary}");
+        } else {
+            tracing::debug!(trigger = trigger.as_str(), "{summary}");
+        }
+        if report.walk.fallback_reason != self.last_fallback {
+            if let Some(reason) = &report.walk.fallback_reason {
+                tracing::warn!(reason = %reason, "reading cgroups by syscalls: the in-kernel walk is unavailable");
+            }
+            self.last_fallback = report.walk.fallback_reason.clone();
+        }
+        self.verdict = Some(report.verdict());
+        self.findings = report.findings.clone();
+        self.picture = Some(picture);
+        self.rendered = None;
+        self.shared.last_success.store(unix_now(), Ordering::Relaxed);
+        self.shared.ready.store(true, Ordering::Relaxed);
+        self.remediate(&report);
+        self.next_interval = Instant::now() + jittered(self.config.interval);
+    }
+
+    /// The report of the picture as JSON, rendered again only when the
+    /// picture changed since.
+    fn render(&mut self) -> Option<Bytes> {
+        let picture = self.picture.as_mut()?;
+        let key = (picture.generation(), self.history.len());
+        if let Some((g, n, bytes)) = &self.rendered
+            && (*g, *n) == key
+        {
+            return Some(bytes.clone());
+        }
+        picture.set_events(self.history.iter().cloned().collect());
+        let mut out = Vec::new();
+        Report::new(picture.snapshot(), &self.config.policy).write_json(&mut out).ok()?;
+        let bytes = Bytes::from(out);
+        self.rendered = Some((key.0, key.1, bytes.clone()));
+        Some(bytes)
+    }
+
+    /// Plans (and with `--remediate on`, applies) the remount of each CNI
+    /// mount the audit found rooted below the root, at most once per path
+    /// per window. The remount runs in the single-threaded helper process.
+    fn remediate(&mut self, report: &Report) {
+        if self.config.remediate == Remediate::Off {
+            return;
+        }
+        // Only the CNIs' own mounts: the finding names the CNI that owns one.
+        let paths: Vec<String> = report
+            .findings
+            .iter()
+            .filter(|f| f.kind == Kind::CgroupMountNotRoot && f.owner.is_some_and(|o| o.is_cni()))
+            .filter_map(|f| f.mount_point.clone())
+            .collect();
+        for path in paths {
+            if self.remediated.get(&path).is_some_and(|t| t.elapsed() < REMEDIATION_EVERY) {
+                continue;
+            }
+            self.remediated.insert(path.clone(), Instant::now());
+            let proc = &self.config.scan.proc;
+            let apply = self.config.remediate == Remediate::On;
+            let p = std::path::PathBuf::from(&path);
+            let done = (|| {
+                let plan = remount::make_plan(proc, 1, &p).map_err(|e| (Outcome::Failed, e.to_string()))?;
+                match plan.action {
+                    Action::Nothing => Ok((Outcome::NothingToDo, plan.reason)),
+                    Action::Refuse => Err((Outcome::Refused, plan.reason)),
+                    _ if !apply => Ok((Outcome::DryRun, plan.reason)),
+                    _ => remount::apply(proc, 1, &plan)
+                        .map(|after| (Outcome::Done, format!("{}; now {after}", plan.reason)))
+                        .map_err(|e| (Outcome::Failed, e)),
+                }
+            })();
+            let (outcome, detail) = match done {
+                Ok(x) | Err(x) => x,
+            };
+            self.shared.metrics.remediation("remount", outcome.as_str());
+            match outcome {
+                Outcome::Failed | Outcome::Refused => {
+                    tracing::error!(action = "remount", path, result = outcome.as_str(), detail, "remediation")
+                }
+                _ => tracing::warn!(action = "remount", path, result = outcome.as_str(), detail, "remediation"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_jitter_stays_within_ten_percent_and_never_overflows() {
+        for _ in 0..100 {
+            let j = jittered(Duration::from_secs(30));
+            assert!(j >= Duration::from_secs(27) && j <= Duration::from_secs(33), "{j:?}");
+        }
+        let huge = jittered(Duration::MAX);
+        assert!(huge > Duration::from_secs(1 << 40));
+    }
+}
