@@ -45,8 +45,10 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Print performance figures (release builds): daemon detection latency
-    /// with events and with polling, idle CPU and RSS. Needs root.
+    /// Print performance figures (release builds): agent audit against
+    /// bpftool cgroup tree; the daemon's detection latency, CPU and memory
+    /// idle, under container churn and under a flood of failing bpf() calls.
+    /// Needs root.
     Bench {
         /// Fewer samples, smaller trees and a shorter idle window.
         #[arg(long)]
@@ -381,7 +383,7 @@ fn bench(flags: &[&str]) -> Result<()> {
         }
     }
     build()?;
-    run(cargo().args(["build", "--release", "--package", "integration-tests", "--bin", "bench"]))?;
+    run(cargo().args(["build", "--release", "--package", "integration-tests", "--bin", "bench", "--bin", "fixture"]))?;
     let root = workspace_root();
     let mut cmd = Command::new(root.join("target/release/bench"));
     cmd.env("CGAUDIT_AGENT", root.join("target/release/agent"));

@@ -7,8 +7,11 @@
 //!
 //! daemon: detection latency from the bpf() attach call to the metric
 //! changing on /metrics (p50/p99 over N attaches, with event tracing and with
-//! polling only), and idle CPU and peak RSS of `agent run` on a node with
-//! 1,000 cgroups over a minute.
+//! polling only); CPU, peak RSS, full passes and incremental updates of
+//! `agent run` on nodes of 10,000 and 50,000 cgroups, idle and while
+//! containers start (5 and 20 a second, each with a runc-like device
+//! program, removed 5 s later), with the detection latency during churn;
+//! and the same while an unprivileged process loops failing bpf() calls.
 
 use std::time::{Duration, Instant};
 
@@ -67,7 +70,119 @@ fn cpu_ticks(pid: u32) -> u64 {
         + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
 }
 
-fn daemon_bench(attaches: usize, idle: Duration) {
+/// The daemon's CPU (% of one core) and peak RSS (MiB) over `window`,
+/// with its full passes and incremental updates counted meanwhile.
+struct Cost {
+    cpu_percent: f64,
+    peak_mib: f64,
+    rss_mib: f64,
+    full_passes: f64,
+    incremental: f64,
+    lost: f64,
+}
+
+fn counters(d: &Daemon) -> (f64, f64, f64) {
+    let m = d.get("/metrics").1;
+    let full: f64 = ["startup", "interval", "events_lost", "unplaced"]
+        .iter()
+        .filter_map(|t| metric_value(&m, &format!(r#"cgaudit_audits_total{{trigger="{t}"}}"#)))
+        .sum();
+    let inc = metric_value(&m, "cgaudit_incremental_updates_total").unwrap_or(0.0);
+    let lost = metric_value(&m, "cgaudit_bpf_events_lost_total").unwrap_or(0.0);
+    (full, inc, lost)
+}
+
+fn cost_over(d: &Daemon, window: Duration) -> Cost {
+    let pid = d.child.id();
+    let hz = 100.0; // USER_HZ on Linux
+    let (f0, i0, l0) = counters(d);
+    let (t0, c0) = (Instant::now(), cpu_ticks(pid));
+    std::thread::sleep(window);
+    let (secs, ticks) = (t0.elapsed().as_secs_f64(), cpu_ticks(pid) - c0);
+    let (f1, i1, l1) = counters(d);
+    Cost {
+        cpu_percent: ticks as f64 / hz / secs * 100.0,
+        peak_mib: proc_field(pid, "status", "VmHWM:").unwrap_or(0) as f64 / 1024.0,
+        rss_mib: proc_field(pid, "status", "VmRSS:").unwrap_or(0) as f64 / 1024.0,
+        full_passes: f1 - f0,
+        incremental: i1 - i0,
+        lost: l1 - l0,
+    }
+}
+
+/// Container starts as runc makes them, `per_second`: a cgroup under
+/// `parent` with an unnamed device program attached (BPF_PROG_ATTACH,
+/// ALLOW_MULTI), removed `life` later by rmdir (its program goes with it),
+/// as runc leaves it.
+struct Churn {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Churn {
+    fn start(parent: std::path::PathBuf, per_second: f64, life: Duration) -> Churn {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let dev = Prog::load("", "device");
+            let mut live: std::collections::VecDeque<(std::path::PathBuf, Instant)> = Default::default();
+            let start = Instant::now();
+            let mut n = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                let due = start + Duration::from_secs_f64(n as f64 / per_second);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait.min(Duration::from_millis(50)));
+                    continue;
+                }
+                let dir = parent.join(format!("cri-containerd-{n:064x}.scope"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let fd = open_dir(&dir);
+                agent::bpf::sys::prog_attach(
+                    std::os::fd::AsFd::as_fd(&fd),
+                    std::os::fd::AsFd::as_fd(&dev.fd),
+                    dev.hook.kernel_value(),
+                    ALLOW_MULTI,
+                )
+                .unwrap();
+                live.push_back((dir, Instant::now()));
+                while live.front().is_some_and(|(_, t)| t.elapsed() >= life) {
+                    let (dir, _) = live.pop_front().unwrap();
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                n += 1;
+            }
+            for (dir, _) in live {
+                let _ = std::fs::remove_dir(&dir);
+            }
+            n
+        });
+        Churn { stop, thread: Some(thread) }
+    }
+
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map(|t| t.join().unwrap()).unwrap_or(0)
+    }
+}
+
+impl Drop for Churn {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn print_cost(label: &str, c: &Cost, extra: &str) {
+    println!(
+        "{label:<44} {:>7.3}% {:>9.1} {:>9.1} {:>6} {:>8} {:>5} {extra}",
+        c.cpu_percent, c.peak_mib, c.rss_mib, c.full_passes, c.incremental, c.lost
+    );
+}
+
+fn daemon_bench(attaches: usize, window: Duration, sizes: &[usize]) {
     println!("== agent run: detection latency (bpf() attach -> /metrics), {attaches} attaches each ==");
     println!("{:<34} {:>10} {:>10} {:>10}", "mode", "p50", "p99", "max");
     let modes = [
@@ -91,43 +206,73 @@ fn daemon_bench(attaches: usize, idle: Duration) {
     }
     println!("(polling latency is uniform over the interval: with the default 30 s, expect p50 ~15 s, p99 ~30 s)");
 
-    println!("\n== agent run: idle cost on a node with 1,000 cgroups, over {idle:?} ==");
-    // 250 pods of 3 containers: 1,000 pod and container cgroups.
-    let t = TestCgroup::new("bench-idle");
-    for pod in 0..250 {
-        let base = format!(
-            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{pod:08x}_0000_4000_8000_000000000000.slice"
-        );
-        for c in 0..3 {
-            t.mkdir(&format!("{base}/cri-containerd-{:064x}.scope", pod * 4 + c));
+    println!("\n== agent run --interval 30s: cost over {window:?} (CPU of one core from /proc/PID/stat) ==");
+    println!(
+        "{:<44} {:>8} {:>9} {:>9} {:>6} {:>8} {:>5}",
+        "scenario", "CPU", "peak MiB", "RSS MiB", "passes", "incr.", "lost"
+    );
+    for &n in sizes {
+        // A device program on one container in 50, as in the issue's node.
+        let h = Hierarchy::build(n, 50);
+        let root = h.t.path.to_str().unwrap().to_owned();
+        let d = Daemon::start(&["--cgroup-root", &root, "--interval", "30s"]);
+        assert!(wait_until(Duration::from_secs(60), || d.get("/readyz").0 == 200), "{}", d.logs());
+        // Let the startup pass's transient work settle.
+        std::thread::sleep(Duration::from_secs(2));
+        let c = cost_over(&d, window);
+        print_cost(&format!("{} cgroups, idle", h.cgroups), &c, "");
+        let rates: &[f64] = if n <= 10_000 { &[5.0, 20.0] } else { &[5.0] };
+        for &rate in rates {
+            let pod = h.t.path.join(format!(
+                "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podc{:07}_0000_4000_8000_000000000000.slice",
+                rate as u32
+            ));
+            let churn = Churn::start(pod, rate, Duration::from_secs(5));
+            std::thread::sleep(Duration::from_secs(6)); // steady state: starts and removals
+            let c = cost_over(&d, window);
+            let extra = if rate == 5.0 && n <= 10_000 {
+                // Detection latency while the churn goes on.
+                let t = &h.t;
+                let l = latencies(&d, t, 20, Duration::from_millis(200));
+                format!("misattachment -> /metrics p50 {:.1?} p99 {:.1?}", percentile(&l, 0.5), percentile(&l, 0.99))
+            } else {
+                String::new()
+            };
+            let starts = churn.stop();
+            print_cost(&format!("{} cgroups, {rate} container starts/s", h.cgroups), &c, &extra);
+            eprintln!("({starts} container starts made)");
         }
     }
-    let total = walk_count(&t.path);
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap()]);
-    assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200));
-    let pid = d.child.id();
-    let hz = 100.0; // USER_HZ on Linux
-    let (t0, c0) = (Instant::now(), cpu_ticks(pid));
-    std::thread::sleep(idle);
-    let (secs, ticks) = (t0.elapsed().as_secs_f64(), cpu_ticks(pid) - c0);
-    let scrape = d.get("/metrics").1;
-    let audits = metric_value(&scrape, "cgaudit_audit_duration_seconds_count").unwrap_or(0.0);
-    let audit_secs = metric_value(&scrape, "cgaudit_audit_duration_seconds_sum").unwrap_or(0.0);
-    println!("cgroups in the tree:        {total}");
     println!(
-        "CPU over the window:        {:.3}% of one core ({} ticks in {secs:.1} s)",
-        ticks as f64 / hz / secs * 100.0,
-        ticks
+        "(passes: full passes over the tree in the window (one per ~30 s is the interval); incr.: changes applied from \
+         kernel events; lost: events the kernel dropped)"
     );
-    println!("peak RSS (VmHWM):           {:.1} MiB", proc_field(pid, "status", "VmHWM:").unwrap_or(0) as f64 / 1024.0);
-    println!("RSS now (VmRSS):            {:.1} MiB", proc_field(pid, "status", "VmRSS:").unwrap_or(0) as f64 / 1024.0);
-    println!("audits so far:              {audits} (mean {:.1} ms)", audit_secs / audits.max(1.0) * 1000.0);
-}
 
-fn walk_count(p: &std::path::Path) -> usize {
-    1 + std::fs::read_dir(p)
-        .map(|e| e.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| walk_count(&e.path())).sum())
-        .unwrap_or(0)
+    println!("\n== agent run: an unprivileged process (uid 65534) looping failing bpf(BPF_LINK_DETACH), 1,000/s ==");
+    let t = TestCgroup::new("bench-flood");
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "30s"]);
+    assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200));
+    std::thread::sleep(Duration::from_secs(1));
+    let idle = cost_over(&d, window.min(Duration::from_secs(20)));
+    let lines_before = d.logs().lines().count();
+    let fixture = agent_bin().with_file_name("fixture");
+    let secs = window.min(Duration::from_secs(20)).as_secs().to_string();
+    let flood = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&fixture)
+        .args(["bpf-flood", &secs, "1000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("flood");
+    let during = cost_over(&d, window.min(Duration::from_secs(20)));
+    let out = flood.wait_with_output().expect("flood");
+    let calls = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    print_cost("1 cgroup, idle", &idle, "");
+    print_cost(
+        "1 cgroup, during the flood",
+        &during,
+        &format!("{calls} failing calls, {} log lines", d.logs().lines().count() - lines_before),
+    );
 }
 
 /// A synthetic node: `n` cgroups in kubepods layouts (systemd slices, pods
@@ -435,7 +580,11 @@ fn main() {
         println!();
     }
     if only("--daemon") {
-        let (attaches, idle) = if quick { (10, Duration::from_secs(5)) } else { (60, Duration::from_secs(60)) };
-        daemon_bench(attaches, idle);
+        let (attaches, window, sizes): (usize, Duration, &[usize]) = if quick {
+            (10, Duration::from_secs(10), &[10_000])
+        } else {
+            (60, Duration::from_secs(60), &[10_000, 50_000])
+        };
+        daemon_bench(attaches, window, sizes);
     }
 }
