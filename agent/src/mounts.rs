@@ -1,11 +1,21 @@
-//! Pure mountinfo handling: parse `/proc/<pid>/mountinfo` text and pick out
+//! Pure mountinfo handling: parse `/proc/<pid>/mountinfo` and pick out
 //! cgroup2 mounts.
+//!
+//! The format is the kernel's `show_mountinfo`: fields separated by single
+//! spaces; in paths only space, tab, newline and backslash are escaped
+//! (`\ooo`); anything else, other whitespace and non-UTF-8 bytes included,
+//! appears as is. A path is chosen by whoever makes the mount (a pod's
+//! `subPath` is bind-mounted in the host's namespace under its own name),
+//! so the parser splits on the space byte only, keeps paths as bytes, and
+//! skips (and reports) a line it cannot read instead of failing the file.
 //!
 //! Field 4 (the mount's root) is relative to the *reader's* cgroup namespace
 //! for cgroup2, so it is evidence, not a verdict: the audit judges a mount by
 //! the cgroup id of its top directory and uses field 4 only when the reader is
 //! known to sit in the host's cgroup namespace.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 use crate::owner::Cni;
@@ -17,59 +27,85 @@ pub struct Mount {
     pub parent_id: i32,
     /// Major:minor of the filesystem (all cgroup2 mounts share one superblock).
     pub majmin: String,
-    /// Field 4: the directory of the filesystem mounted here.
+    /// Field 4: the directory of the filesystem mounted here (lossy UTF-8,
+    /// for display and prefix tests).
     pub root: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("mountinfo line {line_no} is malformed: {line:?}")]
+/// A line the parser could not read (skipped; the others stand).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mountinfo line {line_no} is malformed ({why}), skipped: {line:?}")]
 pub struct MountinfoError {
     pub line_no: usize,
+    pub why: &'static str,
     pub line: String,
 }
 
-/// Decodes the kernel's `\ooo` escapes (space, tab, newline, backslash) that
-/// `show_mountinfo` applies to paths. procfs leaves them encoded.
-pub fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
+/// A parsed mountinfo file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mountinfo {
+    pub mounts: Vec<Mount>,
+    pub skipped: Vec<MountinfoError>,
+}
+
+/// Decodes the kernel's `\ooo` escapes (space, tab, newline, backslash).
+pub fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            let v = (b[i + 1] - b'0') as u32 * 64 + (b[i + 2] - b'0') as u32 * 8 + (b[i + 3] - b'0') as u32;
+    while i < s.len() {
+        if s[i] == b'\\' && i + 3 < s.len() && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            let v = (s[i + 1] - b'0') as u32 * 64 + (s[i + 2] - b'0') as u32 * 8 + (s[i + 3] - b'0') as u32;
             if let Ok(byte) = u8::try_from(v) {
                 out.push(byte);
                 i += 4;
                 continue;
             }
         }
-        out.push(b[i]);
+        out.push(s[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
-/// Parses mountinfo text. Empty lines are ignored; a malformed line is an
-/// error naming it (a truncated read is better reported than half-trusted).
-pub fn parse_mountinfo(text: &str) -> Result<Vec<Mount>, MountinfoError> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, line)| {
-            let m = procfs::process::MountInfo::from_line(line)
-                .map_err(|_| MountinfoError { line_no: i + 1, line: line.to_owned() })?;
-            Ok(Mount {
-                mount_id: m.mnt_id,
-                parent_id: m.pid,
-                majmin: m.majmin,
-                root: unescape(&m.root),
-                mount_point: PathBuf::from(unescape(&m.mount_point.to_string_lossy())),
-                fs_type: m.fs_type,
-            })
-        })
-        .collect()
+fn parse_line(line: &[u8]) -> Result<Mount, &'static str> {
+    let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    // 6 fixed fields, optional fields, "-", fstype, source, super options.
+    let sep = fields.iter().skip(6).position(|f| *f == b"-").map(|i| i + 6).ok_or("no separator")?;
+    if fields.len() < sep + 3 || fields[..6].iter().any(|f| f.is_empty()) {
+        return Err("too few fields");
+    }
+    let text = |f: &[u8]| String::from_utf8_lossy(f).into_owned();
+    let number = |f: &[u8]| std::str::from_utf8(f).ok().and_then(|s| s.parse::<i32>().ok());
+    Ok(Mount {
+        mount_id: number(fields[0]).ok_or("bad mount id")?,
+        parent_id: number(fields[1]).ok_or("bad parent id")?,
+        majmin: text(fields[2]),
+        root: String::from_utf8_lossy(&unescape(fields[3])).into_owned(),
+        mount_point: PathBuf::from(OsString::from_vec(unescape(fields[4]))),
+        fs_type: String::from_utf8_lossy(&unescape(fields[sep + 1])).into_owned(),
+    })
+}
+
+/// Parses mountinfo. Empty lines are ignored; a line that is not in the
+/// kernel's format is skipped and named in `skipped`.
+pub fn parse_mountinfo(text: &[u8]) -> Mountinfo {
+    let mut out = Mountinfo::default();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(m) => out.mounts.push(m),
+            Err(why) => out.skipped.push(MountinfoError {
+                line_no: i + 1,
+                why,
+                line: String::from_utf8_lossy(line).chars().take(200).collect(),
+            }),
+        }
+    }
+    out
 }
 
 impl Mount {
@@ -101,7 +137,7 @@ mod tests {
 
     #[test]
     fn hybrid_host_has_one_cgroup2_mount_at_unified() {
-        let m = parse_mountinfo(HYBRID).unwrap();
+        let m = parse_mountinfo(HYBRID.as_bytes()).mounts;
         let cg2: Vec<_> = m.iter().filter(|m| m.is_cgroup2()).collect();
         assert_eq!(cg2.len(), 1);
         assert_eq!(cg2[0].mount_point, PathBuf::from("/sys/fs/cgroup/unified"));
@@ -112,21 +148,21 @@ mod tests {
     #[test]
     fn optional_fields_of_any_number_are_skipped() {
         let line = "900 27 0:38 / /run/cilium/cgroupv2 rw,relatime shared:1 master:2 propagate_from:3 unbindable - cgroup2 none rw";
-        let m = &parse_mountinfo(line).unwrap()[0];
+        let m = &parse_mountinfo(line.as_bytes()).mounts[0];
         assert_eq!(m.fs_type, "cgroup2");
         assert_eq!(m.cni_owner(), Some(Cni::Cilium));
     }
 
     #[test]
     fn no_optional_fields_at_all() {
-        let m = &parse_mountinfo("5 1 0:38 / /x rw - cgroup2 cgroup2 rw").unwrap()[0];
+        let m = &parse_mountinfo(b"5 1 0:38 / /x rw - cgroup2 cgroup2 rw").mounts[0];
         assert_eq!(m.mount_point, PathBuf::from("/x"));
     }
 
     #[test]
     fn escaped_spaces_tabs_and_backslashes_are_decoded() {
         let line = r"77 27 0:38 /kube\040pods /mnt/my\040dir\011x\134y rw - cgroup2 none rw";
-        let m = &parse_mountinfo(line).unwrap()[0];
+        let m = &parse_mountinfo(line.as_bytes()).mounts[0];
         assert_eq!(m.root, "/kube pods");
         assert_eq!(m.mount_point, PathBuf::from("/mnt/my dir\tx\\y"));
     }
@@ -139,17 +175,50 @@ mod tests {
 88 27 0:38 /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice/docker-fbbef81081fd.scope /run/cilium/cgroupv2 rw - cgroup2 none rw
 89 27 0:38 /../.. /sys/fs/cgroup rw - cgroup2 cgroup2 rw
 ";
-        let m = parse_mountinfo(text).unwrap();
+        let m = parse_mountinfo(text.as_bytes()).mounts;
         assert!(m[0].root.ends_with("docker-fbbef81081fd.scope"));
         assert_eq!(m[1].root, "/../..");
         assert_eq!(m[1].cni_owner(), None);
     }
 
     #[test]
-    fn truncated_line_is_an_error_naming_it() {
-        let err = parse_mountinfo("41 31 0:38 / /sys/fs/cgroup/unified rw\n").unwrap_err();
-        assert_eq!(err.line_no, 1);
-        assert!(err.to_string().contains("malformed"));
+    fn a_malformed_line_is_skipped_and_named_the_others_stand() {
+        let text = "41 31 0:38 / /sys/fs/cgroup/unified rw\n42 31 0:38 / /x rw - cgroup2 cgroup2 rw\n";
+        let m = parse_mountinfo(text.as_bytes());
+        assert_eq!(m.mounts.len(), 1);
+        assert_eq!(m.mounts[0].mount_point, PathBuf::from("/x"));
+        assert_eq!(m.skipped.len(), 1);
+        assert_eq!(m.skipped[0].line_no, 1);
+        assert!(m.skipped[0].to_string().contains("malformed"));
+    }
+
+    /// Paths a pod can choose (a subPath's directory name), which the kernel
+    /// does not escape: other whitespace, non-breaking and line separators,
+    /// carriage returns, invalid UTF-8. procfs' parser split on Unicode
+    /// whitespace: one such line failed the whole file, and the U+00A0 one
+    /// below read as a cgroup2 mount at /run/cilium/cgroupv2.
+    #[test]
+    fn paths_a_pod_chooses_cannot_fail_the_file_or_fake_a_mount() {
+        let fake = "/e\u{a0}/run/cilium/cgroupv2\u{a0}rw\u{a0}-\u{a0}cgroup2\u{a0}cgroup2\u{a0}rw";
+        let mut text = String::new();
+        for (i, name) in ["/v\u{b}t", "/f\u{c}f", "/c\rr", "/l\u{2028}s", fake].iter().enumerate() {
+            text.push_str(&format!(
+                "{} 27 0:40 {name} /var/lib/kubelet/pods/x/volume-subpaths/v{i} rw,relatime - tmpfs tmpfs rw\n",
+                100 + i
+            ));
+        }
+        text.push_str("41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n");
+        let mut bytes = text.into_bytes();
+        bytes.extend_from_slice(b"106 27 0:40 /bad\xff\xfe /mnt/b\xffd rw - tmpfs tmpfs rw\n");
+        let m = parse_mountinfo(&bytes);
+        assert!(m.skipped.is_empty(), "{:?}", m.skipped);
+        assert_eq!(m.mounts.len(), 7);
+        let cg2: Vec<&Mount> = m.mounts.iter().filter(|m| m.is_cgroup2()).collect();
+        assert_eq!(cg2.len(), 1, "the only cgroup2 mount is the real one");
+        assert_eq!(cg2[0].mount_point, PathBuf::from("/sys/fs/cgroup/unified"));
+        assert_eq!(m.mounts[4].root, fake, "the crafted name stays one field");
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(m.mounts[6].mount_point.as_os_str().as_bytes(), b"/mnt/b\xffd", "bytes kept as they are");
     }
 
     #[test]
@@ -160,7 +229,7 @@ mod tests {
 91 90 0:38 / /run/cilium/cgroupv2 rw - cgroup2 none rw
 92 91 0:38 /kubepods/pod1/ctr /run/cilium/cgroupv2 rw - cgroup2 none rw
 ";
-        let m = parse_mountinfo(text).unwrap();
+        let m = parse_mountinfo(text.as_bytes()).mounts;
         let top = top_mount_at(&m, std::path::Path::new("/run/cilium/cgroupv2")).unwrap();
         assert_eq!(top.mount_id, 92);
         assert!(top_mount_at(&m, std::path::Path::new("/run/calico/cgroup")).is_none());
@@ -168,7 +237,7 @@ mod tests {
 
     #[test]
     fn backslash_without_octal_is_literal() {
-        assert_eq!(unescape(r"a\b\12"), r"a\b\12");
-        assert_eq!(unescape(r"\777"), r"\777");
+        assert_eq!(unescape(br"a\b\12"), br"a\b\12");
+        assert_eq!(unescape(br"\777"), br"\777");
     }
 }

@@ -12,7 +12,7 @@ use crate::unique;
 /// The mount point of the real cgroup-v2 root (top inode 1) in our view.
 pub fn cgroup2_root() -> PathBuf {
     let text = fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
-    let mounts = agent::mounts::parse_mountinfo(&text).expect("parse mountinfo");
+    let mounts = agent::mounts::parse_mountinfo(text.as_bytes()).mounts;
     mounts
         .into_iter()
         .filter(|m| m.is_cgroup2())

@@ -17,7 +17,7 @@ use nix::sys::stat::{Mode, fstat};
 use nix::sys::statfs::{CGROUP2_SUPER_MAGIC, fstatfs};
 use serde::Serialize;
 
-use crate::mounts::{self, Mount};
+use crate::mounts::{self, Mount, Mountinfo};
 
 /// The cgroup id of the root of the cgroup-v2 hierarchy.
 pub const ROOT_CGROUP_ID: u64 = 1;
@@ -85,14 +85,11 @@ pub fn given(path: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
     Ok((AuditRoot { path: path.to_owned(), cgroup_id: id, kind: RootKind::Given, note: None }, fd))
 }
 
-/// Reads and parses a mountinfo file.
-pub fn read_mountinfo(path: &Path) -> Result<Vec<Mount>, RootError> {
-    let text = fs::read_to_string(path).map_err(|e| RootError::Io { op: "read", path: path.to_owned(), error: e })?;
-    mounts::parse_mountinfo(&text).map_err(|e| RootError::Io {
-        op: "parse",
-        path: path.to_owned(),
-        error: io::Error::new(io::ErrorKind::InvalidData, e),
-    })
+/// Reads and parses a mountinfo file (lines it cannot read are skipped and
+/// named in `Mountinfo::skipped`).
+pub fn read_mountinfo(path: &Path) -> Result<Mountinfo, RootError> {
+    let text = fs::read(path).map_err(|e| RootError::Io { op: "read", path: path.to_owned(), error: e })?;
+    Ok(mounts::parse_mountinfo(&text))
 }
 
 /// `<proc>/<pid>/root` + a path in that process's mount namespace.
@@ -108,9 +105,9 @@ pub fn in_root_of(proc: &Path, pid: u32, path: &Path) -> PathBuf {
 /// reference (a nested node); failing that, the auditor's own view is used and
 /// marked `Namespaced`.
 pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
-    let own = read_mountinfo(Path::new("/proc/self/mountinfo"))?;
+    let own = read_mountinfo(Path::new("/proc/self/mountinfo"))?.mounts;
     let pid1_path = proc.join("1/mountinfo");
-    let pid1 = read_mountinfo(&pid1_path);
+    let pid1 = read_mountinfo(&pid1_path).map(|m| m.mounts);
 
     let mut candidates: Vec<(PathBuf, bool)> =
         own.iter().filter(|m| m.is_cgroup2()).map(|m| (m.mount_point.clone(), false)).collect();

@@ -64,7 +64,7 @@ pub fn observe(proc: &Path, pid: u32, path: &Path) -> Result<PathState, RemountE
     if !mi_path.exists() {
         return Err(RemountError::NoTarget { pid, proc: proc.to_owned() });
     }
-    let mountinfo = root::read_mountinfo(&mi_path)?;
+    let mountinfo = root::read_mountinfo(&mi_path)?.mounts;
     let seen = in_root_of(proc, pid, path);
     let md = match fs::symlink_metadata(&seen) {
         Ok(md) => md,

@@ -104,7 +104,8 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
 /// is mountinfo's field 4 an absolute hierarchy path.
 fn in_initial_cgroupns() -> bool {
     let Ok(own) = root::read_mountinfo(Path::new("/proc/self/mountinfo")) else { return false };
-    own.iter()
+    own.mounts
+        .iter()
         .filter(|m| m.is_cgroup2() && m.root == "/")
         .any(|m| fs::metadata(&m.mount_point).map(|md| md.ino() == ROOT_CGROUP_ID).unwrap_or(false))
 }
@@ -113,7 +114,15 @@ fn in_initial_cgroupns() -> bool {
 pub fn pid1_cgroup_mounts(proc: &Path, audit_root: &AuditRoot, errors: &mut Vec<ScanError>) -> Vec<CgroupMount> {
     let path = proc.join("1/mountinfo");
     let mounts = match root::read_mountinfo(&path) {
-        Ok(m) => m,
+        Ok(m) => {
+            let p = path.display().to_string();
+            errors.extend(m.skipped.iter().map(|e| ScanError {
+                op: "parse".into(),
+                path: p.clone(),
+                message: e.to_string(),
+            }));
+            m.mounts
+        }
         Err(e) => {
             errors.push(ScanError { op: "read".into(), path: path.display().to_string(), message: e.to_string() });
             return Vec::new();

@@ -10,6 +10,12 @@
 //! - `fixture bpf-flood <SECONDS> <PER_SECOND>`: a hostile pod's process,
 //!   run unprivileged: calls `bpf(BPF_LINK_DETACH)` on a zeroed attr in a
 //!   loop (each call fails), prints how many calls it made.
+//! - `fixture fuse-trap <DIR>`: a hostile process that mounts FUSE at DIR
+//!   and never answers it, so anything that stats a file there blocks; it
+//!   names the mount's root as the target of a (failing) `BPF_PROG_ATTACH`
+//!   on connect4, prints `trapped`, and sleeps. Killing it aborts the FUSE
+//!   connection, which unblocks whoever waits; the mount is left for the
+//!   caller to detach (`umount -l DIR`).
 
 use std::io::Write;
 use std::path::Path;
@@ -32,15 +38,49 @@ fn flood(seconds: &str, rate: &str) {
     println!("{calls}");
 }
 
+fn fuse_trap(dir: &str) {
+    use std::os::fd::{AsFd, AsRawFd};
+    let dev = std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").expect("open /dev/fuse");
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let opts = format!("fd={},rootmode=40000,user_id=0,group_id=0", dev.as_raw_fd());
+    nix::mount::mount(Some("cgaudit-trap"), dir, Some("fuse"), nix::mount::MsFlags::empty(), Some(opts.as_str()))
+        .expect("mount fuse");
+    // O_PATH: the open itself asks the FUSE server nothing.
+    let root = nix::fcntl::open(
+        dir,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .expect("open the FUSE root");
+    let connect4 = agent::bpf::AttachType::from_name("connect4").unwrap().kernel_value();
+    let prog = agent::bpf::sys::prog_fd_by_id(u32::MAX).ok();
+    let _ = match &prog {
+        Some(p) => agent::bpf::sys::prog_attach(root.as_fd(), p.as_fd(), connect4, 0),
+        // No program needed: the call fails either way; its target is what counts.
+        None => agent::bpf::sys::prog_attach(root.as_fd(), root.as_fd(), connect4, 0),
+    };
+    println!("trapped");
+    std::io::stdout().flush().expect("flush");
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+        let _ = (&dev, &root);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let [_, cmd, dir] = args.as_slice()
+        && cmd == "fuse-trap"
+    {
+        return fuse_trap(dir);
+    }
     if let [_, cmd, seconds, rate] = args.as_slice()
         && cmd == "bpf-flood"
     {
         return flood(seconds, rate);
     }
     let [_, cmd, dir] = args.as_slice() else {
-        eprintln!("usage: fixture socket-lb-agent <DIR> | fixture bpf-flood <SECONDS> <PER_SECOND>");
+        eprintln!("usage: fixture socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR>");
         std::process::exit(2);
     };
     assert_eq!(cmd, "socket-lb-agent", "unknown command {cmd}");
