@@ -146,6 +146,13 @@ fn audit_over_ssh_returns_the_same_json_and_exit_codes() {
     compare(&format!("--cgroup-root {root}/nonexistent"), 2);
 }
 
+/// The pod labels the Service selects.
+fn svc_labels(docs: &[Value]) -> Value {
+    let ds = docs.iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+    let name = &ds["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"];
+    serde_json::json!({ "app.kubernetes.io/name": name })
+}
+
 /// YAML documents as JSON values (PyYAML comes with kubernetes-validate).
 fn yaml_docs(yaml: &str) -> Vec<Value> {
     let mut child = Command::new("python3")
@@ -173,7 +180,7 @@ fn manifests_render_validate_and_grant_least_privilege() {
     let v = Command::new("kubernetes-validate").args(["--strict", "-k", "1.32.0"]).arg(file.path()).output().unwrap();
     let report = String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
     assert!(v.status.success(), "{report}");
-    for kind in ["namespace", "serviceaccount", "service", "daemonset"] {
+    for kind in ["namespace", "serviceaccount", "service", "daemonset", "networkpolicy"] {
         assert!(report.contains(&format!("passed for resource {kind}/cgaudit")), "{kind} not validated:\n{report}");
     }
 
@@ -195,6 +202,29 @@ fn manifests_render_validate_and_grant_least_privilege() {
     assert_eq!(sc["readOnlyRootFilesystem"], true);
     assert_eq!(sc["privileged"], false);
     assert_eq!(sc["allowPrivilegeEscalation"], false);
+    // The runtime's default AppArmor profile: the agent mounts nothing.
+    assert!(sc["appArmorProfile"].is_null() && pod["securityContext"]["appArmorProfile"].is_null(), "{sc:#}");
+    let args = c["args"].as_array().unwrap();
+    assert!(args.iter().any(|a| a == "--remediate=off") && args.iter().any(|a| a == "--audit-endpoint=loopback"));
+    // Only the monitoring namespace reaches the agents, and they call nothing.
+    let np = get("NetworkPolicy");
+    assert_eq!(np["spec"]["podSelector"]["matchLabels"], svc_labels(&docs));
+    assert_eq!(np["spec"]["ingress"][0]["ports"], serde_json::json!([{"port": "metrics", "protocol": "TCP"}]));
+    assert_eq!(np["spec"]["egress"], serde_json::json!([]));
+    // Remediation is the opt-in component: mount(2), so AppArmor unconfined.
+    let dir = workspace().join("target/kustomize-remediation");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "resources: [../../deploy]\ncomponents: [../../deploy/components/remediation]\n",
+    )
+    .unwrap();
+    let with = Command::new("kubectl").args(["kustomize"]).arg(&dir).output().unwrap();
+    assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
+    let with = yaml_docs(&String::from_utf8(with.stdout).unwrap());
+    let c2 = &with.iter().find(|d| d["kind"] == "DaemonSet").unwrap()["spec"]["template"]["spec"]["containers"][0];
+    assert!(c2["args"].as_array().unwrap().iter().any(|a| a == "--remediate=on"));
+    assert_eq!(c2["securityContext"]["appArmorProfile"]["type"], "Unconfined");
     for r in ["requests", "limits"] {
         assert!(c["resources"][r]["cpu"].is_string() && c["resources"][r]["memory"].is_string(), "{r}");
     }

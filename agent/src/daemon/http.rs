@@ -1,14 +1,16 @@
 //! The daemon's HTTP endpoints, served so that no client can hold the
 //! agent's memory or connections: hyper's HTTP/1 server with a timeout for
-//! the request head, a cap on its size, a cap on connections at once, and a
-//! limit on each connection's life; the report is shared bytes, not a copy
-//! per request; `/audit` (cgroup paths, pod and container ids, process
-//! names) answers loopback peers only unless told otherwise.
+//! the request head and a cap on its size; caps on connections at once, in
+//! all and per peer address (so one pod cannot take every slot from
+//! Prometheus); a limit on each connection's life; the report is shared
+//! bytes, not a copy per request; `/audit` (cgroup paths, pod and container
+//! ids, process names) answers loopback peers only unless told otherwise.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -20,7 +22,7 @@ use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use super::worker::{Msg, Shared};
 use crate::cli::AuditEndpoint;
@@ -29,8 +31,10 @@ use crate::cli::AuditEndpoint;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// hyper's read buffer, which bounds a request head (its minimum is 8 KiB).
 const MAX_HEAD: usize = 16 * 1024;
-/// Connections served at once; more are closed at accept.
-pub const MAX_CONNECTIONS: usize = 32;
+/// Connections served at once, in all and from one peer address; more are
+/// closed at accept.
+pub const MAX_CONNECTIONS: usize = 64;
+pub const MAX_PER_PEER: usize = 8;
 /// The longest a connection may live, reading or writing.
 const CONNECTION_LIFE: Duration = Duration::from_secs(30);
 /// How long `/audit` waits for the worker to render.
@@ -49,6 +53,41 @@ struct App {
 #[derive(Clone, Copy)]
 struct Peer(SocketAddr);
 
+/// Connections held, by peer address.
+#[derive(Default)]
+struct Slots(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place; given back on drop.
+struct Slot {
+    slots: Arc<Slots>,
+    ip: IpAddr,
+}
+
+impl Slots {
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let total: usize = held.values().sum();
+        let mine = held.entry(ip).or_default();
+        if total >= MAX_CONNECTIONS || *mine >= MAX_PER_PEER {
+            return None;
+        }
+        *mine += 1;
+        Some(Slot { slots: self.clone(), ip })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut held = self.slots.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = held.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.ip);
+            }
+        }
+    }
+}
+
 /// Serves until `stop` turns true.
 pub async fn serve(
     listener: TcpListener,
@@ -65,7 +104,7 @@ pub async fn serve(
         .route("/readyz", get(readyz))
         .route("/audit", get(latest_audit))
         .with_state(app);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Slots::default());
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -79,7 +118,7 @@ pub async fn serve(
             },
             _ = stop.changed() => return,
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let Some(slot) = slots.take(peer.ip()) else {
             drop(stream);
             continue;
         };
