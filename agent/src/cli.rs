@@ -165,9 +165,11 @@ pub struct RemountArgs {
     #[arg(long)]
     pub unpin_stale_links: bool,
 
-    /// Where bpffs is mounted.
-    #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
-    pub bpffs: PathBuf,
+    /// Where the bpffs holding Cilium's pins is mounted, as this process
+    /// sees it [default: <PROC>/<PID>/root/sys/fs/bpf, the target's own];
+    /// refused unless it is bpffs.
+    #[arg(long, value_name = "DIR")]
+    pub bpffs: Option<PathBuf>,
 
     /// The procfs whose processes include the target.
     #[arg(long, value_name = "PROC", default_value = "/proc")]
@@ -301,11 +303,19 @@ pub struct ScanArgs {
     pub cgroup_root: Option<PathBuf>,
 
     /// Treat programs whose name starts with PREFIX as benign wherever they
-    /// are attached (repeatable). systemd (sd_*), container runtimes (unnamed
-    /// device programs) and Kmesh are always benign. An empty prefix, which
-    /// would allow everything, is refused.
+    /// are attached (repeatable). systemd's and the container runtimes'
+    /// programs are benign on the hooks they use (sd_fw_*, sd_restrictif_*
+    /// on ingress/egress, sd_devices and unnamed runc/crun programs on
+    /// device, sd_bind* on bind4/6), never by name alone. An empty prefix,
+    /// which would allow everything, is refused.
     #[arg(long, value_name = "PREFIX", value_parser = NonEmptyStringValueParser::new())]
     pub allow: Vec<String>,
+
+    /// Kmesh runs on this node: its connect programs (cgroup_connect4_prog,
+    /// cgroup_connect6_prog) below the root are its design, not a
+    /// misplacement. Without it they are judged like any other.
+    #[arg(long)]
+    pub kmesh: bool,
 
     /// Node name to report [default: $NODE_NAME if not empty, else the
     /// hostname].
@@ -366,6 +376,6 @@ impl ScanArgs {
 
     /// How findings are judged.
     pub fn policy(&self) -> Policy {
-        Policy { allow: self.allow.clone() }
+        Policy { allow: self.allow.clone(), kmesh: self.kmesh }
     }
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use crate::attribution::{Attribution, attribute};
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
-use crate::owner::{Cni, Owner, classify, intended_hook};
+pub use crate::owner::Policy;
+use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
 use crate::snapshot::{Attachment, Change, MountTop, ProcessRef, Snapshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
@@ -49,7 +50,7 @@ impl Kind {
                 "these socket-LB programs are attached to this cgroup, not the root: only sockets of processes in it are load-balanced, every other pod on the node bypasses them and its connections to Service IPs are not translated."
             }
             Kind::SocketLbMissingAtRoot => {
-                "the CNI's socket-LB programs for these hooks are loaded or attached on the node, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled."
+                "the CNI's socket-LB programs for these hooks are attached on the node or pinned in its bpffs, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled."
             }
             Kind::PodsWithoutSocketLb => "these pods have no CNI connect program in effect on their cgroup.",
             Kind::CgroupMountNotRoot => {
@@ -160,17 +161,10 @@ fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     })
 }
 
-/// What the user told the rules.
-#[derive(Debug, Clone, Default)]
-pub struct Policy {
-    /// Program-name prefixes that are benign wherever they are attached.
-    pub allow: Vec<String>,
-}
-
 /// Owner of an attached program.
 pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
     match snap.programs.get(&prog_id) {
-        Some(p) => classify(&p.name, p.prog_type, attach_type, &policy.allow),
+        Some(p) => classify(&p.name, p.prog_type, attach_type, policy),
         None => Owner::Unknown,
     }
 }
@@ -207,13 +201,26 @@ fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
         let name = prog_name(snap, a.prog_id);
         let attribution = attribute(&a.cgroup);
         let place = where_(&attribution, &a.cgroup);
-        let message = format!(
+        let mut message = format!(
             "{name} ({owner}, prog {id}) is attached to {t} on {place}, not on the root cgroup. Only sockets of processes in that cgroup \
              run it; every other pod on this node bypasses {owner} socket load balancing, so connections to Service IPs from them are not translated.",
             owner = owner.as_str(),
             id = a.prog_id,
             t = a.attach_type,
         );
+        // A name that claims a benign owner on a hook that owner never uses.
+        if let (Owner::Unknown, Some(claimed)) =
+            (owner, snap.programs.get(&a.prog_id).and_then(|p| claimed_owner(&p.name)))
+            && claimed.is_benign()
+        {
+            let p = &snap.programs[&a.prog_id];
+            message.push_str(&format!(
+                " Its name claims {claimed}, but {claimed} attaches no {} program to {}: a name is chosen by whoever loads the program.",
+                p.prog_type,
+                a.attach_type,
+                claimed = if p.name.is_empty() { "a container runtime (unnamed)".to_owned() } else { claimed.as_str().to_owned() },
+            ));
+        }
         let remediation = if owner.is_cni() {
             REMOUNT_FIX.to_owned()
         } else {
@@ -234,8 +241,11 @@ fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
     }
 }
 
-/// Socket-LB hooks each CNI uses, from what it attached anywhere and what its
-/// loaded programs are named for.
+/// Socket-LB hooks each CNI uses: those its programs are attached to
+/// anywhere, and those its programs pinned in its bpffs directory are built
+/// for (a pinned link whose cgroup is gone, which the CNI reuses on
+/// restart). A program merely loaded with a CNI's name says nothing: anyone
+/// can load one.
 fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<AttachType>> {
     let mut hooks: BTreeMap<Owner, BTreeSet<AttachType>> = BTreeMap::new();
     for a in snap.attachments.iter().filter(|a| a.attach_type.is_socket_lb()) {
@@ -244,12 +254,10 @@ fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<Attac
             hooks.entry(owner).or_default().insert(a.attach_type);
         }
     }
-    for p in snap.programs.values() {
-        if !p.prog_type.is_socket() {
-            continue;
-        }
-        let owner = classify(&p.name, p.prog_type, None, &policy.allow);
-        if let (true, Some(hook)) = (owner.is_cni(), intended_hook(&p.name)) {
+    for pin in &snap.cni_pins {
+        let Some(p) = snap.programs.get(&pin.prog_id) else { continue };
+        let owner = classify(&p.name, p.prog_type, None, policy);
+        if let (true, Some(hook)) = (owner == pin.cni.owner(), intended_hook(&p.name)) {
             hooks.entry(owner).or_default().insert(hook);
         }
     }
@@ -273,7 +281,7 @@ fn missing_at_root(
                 continue;
             }
             let message = format!(
-                "{o} has {t} socket-LB programs loaded or attached on this node, but none is attached to {t} on the root cgroup: \
+                "{o} has {t} socket-LB programs attached on this node or pinned in its bpffs, but none is attached to {t} on the root cgroup: \
                  pods on this node do not get {o}'s {t} load balancing, while the agent may still report socket LB as enabled.",
                 o = owner.as_str()
             );
@@ -448,7 +456,7 @@ mod tests {
     use crate::bpf::ProgType;
     use crate::bpf::sys::CgroupLinkInfo;
     use crate::fixtures::*;
-    use crate::snapshot::{CgroupMount, CniProcess, PodCgroup};
+    use crate::snapshot::{CgroupMount, CniPin, CniProcess, PodCgroup};
 
     fn kinds(f: &[Finding]) -> Vec<&'static str> {
         f.iter().map(|f| f.kind.as_str()).collect()
@@ -497,7 +505,29 @@ mod tests {
         attach(&mut s, "/system.slice/x.service", 5, "bind4", 20);
         attach(&mut s, CTR, CTR_ID, "device", 21);
         attach(&mut s, CTR, CTR_ID, "connect4", 22);
-        assert!(evaluate(&s, &Policy::default()).is_empty());
+        let kmesh = Policy { kmesh: true, ..Policy::default() };
+        assert!(evaluate(&s, &kmesh).is_empty());
+        // Kmesh's programs are its own only where the operator says it runs.
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["socket_lb_below_root"]);
+        assert!(f[0].message.contains("Its name claims kmesh"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn a_benign_name_on_a_socket_hook_is_flagged_and_the_claim_named() {
+        let mut s = node();
+        prog(&mut s, 23, "sd_lb", ProgType::CgroupSockAddr);
+        prog(&mut s, 24, "", ProgType::CgroupSockAddr);
+        attach(&mut s, CTR, CTR_ID, "connect4", 23);
+        attach(&mut s, CTR, CTR_ID, "sendmsg4", 24);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["socket_lb_below_root", "socket_lb_below_root"]);
+        assert_eq!(f[0].owner, Some(Owner::Unknown));
+        assert!(
+            f[0].message
+                .contains("Its name claims systemd, but systemd attaches no cgroup_sock_addr program to connect4")
+        );
+        assert!(f[1].message.contains("a container runtime (unnamed)"), "{}", f[1].message);
     }
 
     #[test]
@@ -506,13 +536,20 @@ mod tests {
         prog(&mut s, 30, "my_lb_connect4", ProgType::CgroupSockAddr);
         attach(&mut s, CTR, CTR_ID, "connect4", 30);
         assert_eq!(kinds(&evaluate(&s, &Policy::default())), ["socket_lb_below_root"]);
-        assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()] }).is_empty());
+        assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()], ..Policy::default() }).is_empty());
     }
 
     #[test]
-    fn loaded_but_unattached_cni_program_is_missing_at_root() {
+    fn a_cni_program_merely_loaded_says_nothing_one_pinned_by_the_cni_does() {
         let mut s = node();
         prog(&mut s, 40, "cil_sock4_sendm", ProgType::CgroupSockAddr);
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "anyone can load a program with Cilium's name");
+        s.cni_pins.push(CniPin {
+            cni: Cni::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_sendmsg".into(),
+            prog_id: 40,
+            link_id: Some(7),
+        });
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["socket_lb_missing_at_root"]);
         assert_eq!(f[0].attach_type, Some(at("sendmsg4")));
@@ -522,6 +559,12 @@ mod tests {
     fn unsupported_hook_is_not_reported_missing() {
         let mut s = node();
         prog(&mut s, 41, "cil_sock_release", ProgType::CgroupSock);
+        s.cni_pins.push(CniPin {
+            cni: Cni::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
+            prog_id: 41,
+            link_id: None,
+        });
         s.unsupported_attach_types.push(at("sock_release"));
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }

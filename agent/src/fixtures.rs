@@ -34,6 +34,7 @@ pub fn node() -> Snapshot {
         pods: Vec::new(),
         mounts: Vec::new(),
         cni_processes: Vec::new(),
+        cni_pins: Vec::new(),
         reference_cgroupns: Some(100),
         reference_ns_is_pid1: true,
         processes: BTreeMap::new(),

@@ -113,6 +113,15 @@ impl Cni {
         Cni::iter().find(|c| path.as_os_str() == c.mount_point())
     }
 
+    /// Where it pins its socket-LB objects, below bpffs: Cilium its cgroup
+    /// links (1.14+, reused on restart), Calico its connect-time LB programs.
+    pub fn pin_dir(self) -> &'static str {
+        match self {
+            Cni::Cilium => "cilium/socketlb/links/cgroup",
+            Cni::Calico => "ctlb",
+        }
+    }
+
     /// How to restart its agent on one node, so it attaches again.
     pub fn restart_command(self, node: &str) -> String {
         let (ns, selector) = match self {
@@ -123,34 +132,82 @@ impl Cni {
     }
 }
 
+/// What the user told the rules about owners.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Program-name prefixes that are benign wherever they are attached.
+    pub allow: Vec<String>,
+    /// Kmesh runs on this node: its connect programs below the root are its
+    /// design, not a misplacement.
+    pub kmesh: bool,
+}
+
 /// Prefixes of pre-1.9 Cilium socket-LB programs (before the `cil_` prefix).
 const OLD_CILIUM: [&str; 3] = ["sock4_", "sock6_", "sock_release"];
 
-/// Classifies a program. `attach_type` is where it is attached, if known;
-/// `allow` holds user-supplied benign name prefixes.
-pub fn classify(name: &str, prog_type: ProgType, attach_type: Option<AttachType>, allow: &[String]) -> Owner {
-    if !name.is_empty() && allow.iter().any(|p| name.starts_with(p.as_str())) {
+/// The owner a program's name claims, whatever it is and wherever it is
+/// attached: a name is chosen by whoever loads the program, so this alone
+/// never decides (see `classify`).
+pub fn claimed_owner(name: &str) -> Option<Owner> {
+    if name.starts_with("cil_") || OLD_CILIUM.iter().any(|p| name.starts_with(p)) {
+        Some(Owner::Cilium)
+    } else if name.starts_with("calico_") || name.starts_with("cali_") {
+        Some(Owner::Calico)
+    } else if name.starts_with("sd_") {
+        Some(Owner::Systemd)
+    } else if name.starts_with("cgroup_connect") {
+        Some(Owner::Kmesh)
+    } else if name.is_empty() || name.starts_with("crun") || name.starts_with("runc") {
+        Some(Owner::Runtime)
+    } else {
+        None
+    }
+}
+
+/// Whether `owner` really attaches a program of `prog_type` named `name`
+/// to `hook` (`None`: not attached, only loaded): the (owner, type, hook)
+/// pairs each owner uses.
+fn owns(owner: Owner, name: &str, prog_type: ProgType, hook: Option<AttachType>) -> bool {
+    let on = |hooks: &[&str]| hook.is_none_or(|h| hooks.contains(&h.name()));
+    match owner {
+        // Socket LB: cgroup_sock_addr / cgroup_sock programs on socket hooks.
+        Owner::Cilium | Owner::Calico => prog_type.is_socket() && hook.is_none_or(AttachType::is_socket_lb),
+        // IPAddressAllow/Deny (sd_fw_*) and RestrictNetworkInterfaces
+        // (sd_restrictif_*) on cgroup_skb, DevicePolicy (sd_devices),
+        // SocketBindAllow/Deny (sd_bind4/6).
+        Owner::Systemd => {
+            if name.starts_with("sd_fw_") || name.starts_with("sd_restrictif") {
+                prog_type == ProgType::CgroupSkb && on(&["ingress", "egress"])
+            } else if name.starts_with("sd_devices") {
+                prog_type == ProgType::CgroupDevice && on(&["device"])
+            } else if name.starts_with("sd_bind") {
+                prog_type == ProgType::CgroupSockAddr && on(&["bind4", "bind6"])
+            } else {
+                false
+            }
+        }
+        // runc and crun: one device filter per container.
+        Owner::Runtime => prog_type == ProgType::CgroupDevice && on(&["device"]),
+        // Kmesh: cgroup_connect4_prog / cgroup_connect6_prog.
+        Owner::Kmesh => prog_type == ProgType::CgroupSockAddr && on(&["connect4", "connect6"]),
+        Owner::Allowed | Owner::Unknown => false,
+    }
+}
+
+/// Classifies a program: the owner its name claims, when that owner really
+/// attaches such a program to such a hook; `Unknown` otherwise (a
+/// `connect4` program named `sd_lb` is not systemd's). `attach_type` is
+/// where it is attached, if known; `policy` holds the user's allowed
+/// prefixes and whether Kmesh runs here.
+pub fn classify(name: &str, prog_type: ProgType, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
+    if !name.is_empty() && policy.allow.iter().any(|p| name.starts_with(p.as_str())) {
         return Owner::Allowed;
     }
-    let sock_hook = prog_type.is_socket();
-    if name.starts_with("cil_") || (sock_hook && OLD_CILIUM.iter().any(|p| name.starts_with(p))) {
-        return Owner::Cilium;
+    match claimed_owner(name) {
+        Some(Owner::Kmesh) if !policy.kmesh => Owner::Unknown,
+        Some(owner) if owns(owner, name, prog_type, attach_type) => owner,
+        _ => Owner::Unknown,
     }
-    if name.starts_with("calico_") || name.starts_with("cali_") {
-        return Owner::Calico;
-    }
-    if name.starts_with("sd_") {
-        return Owner::Systemd;
-    }
-    if name.starts_with("cgroup_connect") && sock_hook {
-        return Owner::Kmesh;
-    }
-    // runc and crun load an unnamed cgroup_device program per container.
-    let device = prog_type == ProgType::CgroupDevice || attach_type.is_some_and(|t| t.name() == "device");
-    if device && (name.is_empty() || name.starts_with("crun") || name.starts_with("runc")) {
-        return Owner::Runtime;
-    }
-    Owner::Unknown
 }
 
 /// The socket-LB hook a CNI program is built for, from its name
@@ -190,37 +247,64 @@ mod tests {
         AttachType::from_name(n)
     }
 
+    fn c(name: &str, t: ProgType, hook: &str) -> Owner {
+        classify(name, t, at(hook), &Policy::default())
+    }
+
     #[test]
     fn cilium_programs_are_cilium_even_truncated() {
-        assert_eq!(classify("cil_sock4_connect", SOCK_ADDR, at("connect4"), &[]), Owner::Cilium);
-        assert_eq!(classify("cil_sock4_conne", SOCK_ADDR, at("connect4"), &[]), Owner::Cilium);
-        assert_eq!(classify("sock6_connect", SOCK_ADDR, at("connect6"), &[]), Owner::Cilium);
-        assert_eq!(classify("cil_sock_release", SOCK, at("sock_release"), &[]), Owner::Cilium);
+        assert_eq!(c("cil_sock4_connect", SOCK_ADDR, "connect4"), Owner::Cilium);
+        assert_eq!(c("cil_sock4_conne", SOCK_ADDR, "connect4"), Owner::Cilium);
+        assert_eq!(c("sock6_connect", SOCK_ADDR, "connect6"), Owner::Cilium);
+        assert_eq!(c("cil_sock_release", SOCK, "sock_release"), Owner::Cilium);
+        assert_eq!(classify("cil_sock4_connect", SOCK_ADDR, None, &Policy::default()), Owner::Cilium, "loaded only");
     }
 
     #[test]
     fn old_cilium_names_need_a_socket_program_type() {
-        assert_eq!(classify("sock4_connect", ProgType::Kprobe, None, &[]), Owner::Unknown);
+        assert_eq!(classify("sock4_connect", ProgType::Kprobe, None, &Policy::default()), Owner::Unknown);
     }
 
     #[test]
-    fn calico_systemd_runtime_and_kmesh_are_recognised() {
-        assert_eq!(classify("calico_connect_v4", SOCK_ADDR, at("connect4"), &[]), Owner::Calico);
-        assert_eq!(classify("sd_fw_ingress", ProgType::CgroupSkb, at("ingress"), &[]), Owner::Systemd);
-        assert_eq!(classify("sd_devices", DEVICE, at("device"), &[]), Owner::Systemd);
-        assert_eq!(classify("", DEVICE, at("device"), &[]), Owner::Runtime);
-        assert_eq!(classify("cgroup_connect4_prog", SOCK_ADDR, at("connect4"), &[]), Owner::Kmesh);
+    fn calico_systemd_runtime_are_recognised_on_the_hooks_they_use() {
+        assert_eq!(c("calico_connect_v4", SOCK_ADDR, "connect4"), Owner::Calico);
+        assert_eq!(c("sd_fw_ingress", ProgType::CgroupSkb, "ingress"), Owner::Systemd);
+        assert_eq!(c("sd_restrictif_e", ProgType::CgroupSkb, "egress"), Owner::Systemd);
+        assert_eq!(c("sd_devices", DEVICE, "device"), Owner::Systemd);
+        assert_eq!(c("sd_bind6", SOCK_ADDR, "bind6"), Owner::Systemd);
+        assert_eq!(c("", DEVICE, "device"), Owner::Runtime);
+    }
+
+    /// A name is chosen by whoever loads the program: claiming a benign
+    /// owner on a hook that owner never uses is no cover.
+    #[test]
+    fn a_benign_name_on_a_hook_its_owner_never_uses_is_unknown() {
+        assert_eq!(c("sd_lb", SOCK_ADDR, "connect4"), Owner::Unknown);
+        assert_eq!(c("sd_bind4", SOCK_ADDR, "connect4"), Owner::Unknown, "systemd's bind programs are on bind4/6");
+        assert_eq!(c("sd_fw_ingress", SOCK_ADDR, "connect4"), Owner::Unknown);
+        assert_eq!(c("", SOCK_ADDR, "connect4"), Owner::Unknown, "runtimes attach device programs only");
+        assert_eq!(c("runc_x", SOCK_ADDR, "sendmsg4"), Owner::Unknown);
+        assert_eq!(c("cil_sock4_connect", DEVICE, "device"), Owner::Unknown, "Cilium attaches no device program");
+        assert_eq!(claimed_owner("sd_lb"), Some(Owner::Systemd), "what it claims is still known");
+    }
+
+    #[test]
+    fn kmesh_is_only_kmesh_where_the_operator_says_it_runs() {
+        assert_eq!(c("cgroup_connect4_prog", SOCK_ADDR, "connect4"), Owner::Unknown);
+        let kmesh = Policy { kmesh: true, ..Policy::default() };
+        assert_eq!(classify("cgroup_connect4_prog", SOCK_ADDR, at("connect4"), &kmesh), Owner::Kmesh);
+        assert_eq!(classify("cgroup_connect4_prog", SOCK_ADDR, at("sendmsg4"), &kmesh), Owner::Unknown);
     }
 
     #[test]
     fn unnamed_socket_program_is_unknown_not_runtime() {
-        assert_eq!(classify("", SOCK_ADDR, at("connect4"), &[]), Owner::Unknown);
+        assert_eq!(c("", SOCK_ADDR, "connect4"), Owner::Unknown);
     }
 
     #[test]
     fn allowlist_prefix_wins() {
-        let allow = vec!["my_lb_".to_owned()];
-        assert_eq!(classify("my_lb_connect4", SOCK_ADDR, at("connect4"), &allow), Owner::Allowed);
+        let policy = Policy { allow: vec!["my_lb_".to_owned()], ..Policy::default() };
+        assert_eq!(classify("my_lb_connect4", SOCK_ADDR, at("connect4"), &policy), Owner::Allowed);
         assert!(Owner::Allowed.is_benign());
         assert!(!Owner::Unknown.is_benign());
         assert!(Owner::Cilium.is_cni() && !Owner::Cilium.is_benign());

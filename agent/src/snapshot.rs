@@ -70,6 +70,16 @@ pub struct ProcessRef {
     pub comm: String,
 }
 
+/// A program a CNI pinned in its bpffs directory (directly, or the program
+/// of a pinned link), as PID 1's namespace shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CniPin {
+    pub cni: Cni,
+    pub path: PathBuf,
+    pub prog_id: u32,
+    pub link_id: Option<u32>,
+}
+
 /// A running CNI agent and the cgroup namespace it lives in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CniProcess {
@@ -197,6 +207,8 @@ pub struct Snapshot {
     pub pods: Vec<PodCgroup>,
     pub mounts: Vec<CgroupMount>,
     pub cni_processes: Vec<CniProcess>,
+    /// The CNIs' pins in PID 1's bpffs.
+    pub cni_pins: Vec<CniPin>,
     /// The cgroup namespace CNI agents are compared with: PID 1's, or the
     /// auditor's own when PID 1's cannot be read (then `reference_ns_is_pid1`
     /// is false).

@@ -227,3 +227,119 @@ fn slow_and_endless_http_clients_cannot_hold_the_agents_memory_or_starve_metrics
     drop(held);
     drop(attached);
 }
+
+fn audit_findings(t: &TestCgroup, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let run = agent(&args);
+    assert!(run.code == 0 || run.code == 1, "{run:?}");
+    run.json()["findings"].as_array().unwrap().clone()
+}
+
+/// A name is chosen by whoever loads the program. Any `sd_*` program used
+/// to be systemd's on every hook, any `cgroup_connect*` Kmesh's, and an
+/// unnamed one a runtime's: a connect4 program below the root hid behind
+/// any of them. Now each owner is benign only on the hooks it uses.
+#[test]
+fn a_socket_lb_program_below_the_root_cannot_hide_behind_a_benign_name() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("spoof");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let spoofs = [("sd_lb", "connect4"), ("cgroup_connect4_prog", "connect4"), ("", "sendmsg4")];
+    let progs: Vec<Prog> = spoofs.iter().map(|(n, h)| Prog::load(n, h)).collect();
+    let _a: Vec<Attached> = progs.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
+    // What systemd and runc really attach stays benign.
+    let (dev, fw) = (Prog::load("", "device"), Prog::load("sd_fw_ingress", "ingress"));
+    let _b = [Attached::new(&ctr, &dev, ALLOW_MULTI), Attached::new(&ctr, &fw, ALLOW_MULTI)];
+
+    let f = audit_findings(&t, &[]);
+    let flagged: Vec<u64> =
+        f.iter().filter(|f| f["kind"] == "socket_lb_below_root").map(|f| f["prog_id"].as_u64().unwrap()).collect();
+    for p in &progs {
+        assert!(flagged.contains(&(p.id as u64)), "{:?} on {} hid behind its name: {f:#?}", p.name, p.hook);
+    }
+    assert_eq!(flagged.len(), 3, "the device and firewall programs are benign: {f:#?}");
+    let sd = f.iter().find(|f| f["prog_name"] == "sd_lb").unwrap();
+    assert!(sd["message"].as_str().unwrap().contains("Its name claims systemd"), "{sd:#}");
+    // Where the operator says Kmesh runs, its connect program is its own.
+    let f = audit_findings(&t, &["--kmesh"]);
+    assert_eq!(f.iter().filter(|f| f["kind"] == "socket_lb_below_root").count(), 2, "{f:#?}");
+}
+
+/// Loading (not attaching) a program named like Cilium's used to raise
+/// critical socket_lb_missing_at_root findings: anyone can load one.
+#[test]
+fn a_program_merely_loaded_with_a_cni_name_raises_nothing() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("loaded-only");
+    let _loaded = Prog::load("cil_sock4_connect", "connect4");
+    let f = audit_findings(&t, &[]);
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+/// What Cilium pinned still counts: a pinned link whose cgroup is gone
+/// (Cilium reuses it on restart) means socket LB is missing at the root. The
+/// pins are read from PID 1's bpffs, through its root.
+#[test]
+fn a_cni_link_pinned_in_the_nodes_bpffs_counts_for_missing_at_root() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("pinned");
+    let sb = Sandbox::new("mount -t bpf bpf /sys/fs/bpf && mkdir -p /sys/fs/bpf/cilium/socketlb/links/cgroup");
+    let gone = t.mkdir("/old-agent-cgroup");
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&gone, &prog);
+    let pin = sb.path("/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_connect");
+    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).unwrap();
+    agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&link.fd), &c).unwrap();
+    drop(link);
+    std::fs::remove_dir(&gone).unwrap();
+
+    let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let f = run.json()["findings"].as_array().unwrap().clone();
+    assert!(f.iter().any(|f| f["kind"] == "socket_lb_missing_at_root" && f["attach_type"] == "connect4"), "{f:#?}");
+    assert!(f.iter().any(|f| f["kind"] == "defunct_link"), "{f:#?}");
+    let _ = std::fs::remove_file(&pin);
+}
+
+/// `remount --unpin-stale-links` read `--bpffs /sys/fs/bpf` in its own mount
+/// namespace, where the shipped pod has no bpffs, and a missing directory
+/// counted as "nothing stale". Now the default is the target's own bpffs,
+/// and a directory that is not bpffs is refused.
+#[test]
+fn unpin_reads_the_targets_own_bpffs_and_refuses_a_directory_that_is_not_one() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("unpin-default");
+    let sb = Sandbox::new(
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/cilium/cgroupv2 && mount -t cgroup2 none /run/cilium/cgroupv2 \
+         && mount -t bpf bpf /sys/fs/bpf && mkdir -p /sys/fs/bpf/cilium/socketlb/links/cgroup",
+    );
+    let elsewhere = t.mkdir(&cgroupfs_pod("burstable", OTHER_POD_UID));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&elsewhere, &prog);
+    let pin = sb.path("/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_connect");
+    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).unwrap();
+    agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&link.fd), &c).unwrap();
+    // From this (the host's) mount namespace, as the DaemonSet's pod runs.
+    let pid = sb.pid1.to_string();
+    let run = agent(&["remount", "--output", "json", "--target-pid", &pid, "--unpin-stale-links"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let unpin = run.json()["unpin"].as_array().unwrap().clone();
+    assert_eq!(unpin.len(), 1, "{unpin:#?}");
+    assert_eq!(unpin[0]["link_id"], link.id);
+    let not_bpffs = tempfile::tempdir().unwrap();
+    let run =
+        agent(&["remount", "--target-pid", &pid, "--unpin-stale-links", "--bpffs", not_bpffs.path().to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not a bpffs directory"), "{}", run.stderr);
+    assert_says_each_thing_once(&run.stderr);
+    let _ = std::fs::remove_file(&pin);
+}

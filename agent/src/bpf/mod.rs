@@ -7,6 +7,7 @@ pub mod command;
 pub mod iter;
 
 pub mod object;
+pub mod pins;
 pub mod prog_type;
 pub mod programs;
 pub mod query;

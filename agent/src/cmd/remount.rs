@@ -145,7 +145,10 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
         }
     }
     if args.unpin_stale_links {
-        for mut u in programs::stale_pins(&args.bpffs, report.plan.reference_root_id, &args.allow)? {
+        let bpffs = args.bpffs.clone().unwrap_or_else(|| {
+            crate::cgroup::root::in_root_of(&args.proc, args.target_pid, std::path::Path::new("/sys/fs/bpf"))
+        });
+        for mut u in programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow)? {
             if args.apply {
                 u.result = match std::fs::remove_file(&u.pin) {
                     Ok(()) => "done".into(),

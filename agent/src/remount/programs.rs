@@ -2,7 +2,6 @@
 //! bring them back: found, and (only with --apply) removed. Only CNI-owned
 //! socket-LB programs are ever touched.
 
-use std::ffi::CString;
 use std::fs;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -10,14 +9,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::bpf::AttachType;
-use crate::bpf::programs;
 use crate::bpf::sys;
+use crate::bpf::{pins, programs};
 use crate::findings::{self, Kind, Policy};
-use crate::owner::{Owner, classify};
+use crate::owner::{Cni, Owner, classify};
 use crate::scan::{self, ScanOptions};
-
-/// Where Cilium pins its socket-LB cgroup links (>= 1.14), reused on restart.
-pub const CILIUM_LINK_PINS: &str = "cilium/socketlb/links/cgroup";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Detach {
@@ -36,7 +32,7 @@ pub struct Detach {
 /// of the whole node. Returns the hierarchy root's path too.
 pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach>), String> {
     let snap = scan::scan(&ScanOptions::node(proc.to_owned())).map_err(|e| format!("auditing the node: {e:#}"))?;
-    let policy = Policy { allow: allow.to_vec() };
+    let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
     let found = findings::evaluate(&snap, &policy)
         .into_iter()
         .filter(|f| f.kind == Kind::SocketLbBelowRoot && f.owner.is_some_and(Owner::is_cni))
@@ -79,34 +75,29 @@ pub struct Unpin {
     pub result: String,
 }
 
-/// Cilium's pinned cgroup links that point anywhere but the root.
-/// A missing pin directory is not an error: Cilium may not use links.
+/// Cilium's pinned cgroup links that point anywhere but the root, in the
+/// bpffs mounted at `bpffs` (refused unless it is bpffs). No pin directory
+/// is not an error: Cilium may not use links.
 pub fn stale_pins(bpffs: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Unpin>, String> {
-    let dir = bpffs.join(CILIUM_LINK_PINS);
-    let entries = match fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("read {}: {e}", dir.display())),
-    };
+    let dir = bpffs.join(Cni::Cilium.pin_dir());
+    let pinned = pins::pinned(bpffs, &dir).map_err(|e| format!("--bpffs {e}"))?;
+    let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
     let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let pin = entry.path();
-        let Ok(c) = CString::new(pin.as_os_str().as_encoded_bytes()) else { continue };
-        let Ok(fd) = sys::obj_get(&c) else { continue };
-        let Ok(Some(link)) = sys::cgroup_link_info(fd.as_fd()) else { continue };
+    for p in pinned {
+        let Some(link) = p.link else { continue };
         if link.cgroup_id == root_id {
             continue;
         }
-        let Ok(Some(mut prog)) = programs::program_by_id(link.prog_id) else { continue };
-        let mut one = std::collections::BTreeMap::from([(prog.id, prog.clone())]);
-        programs::resolve_full_names(&mut one, [prog.id]);
-        prog = one.remove(&link.prog_id).unwrap_or(prog);
+        let Ok(Some(prog)) = programs::program_by_id(link.prog_id) else { continue };
+        let mut one = std::collections::BTreeMap::from([(prog.id, prog)]);
+        programs::resolve_full_names(&mut one, [link.prog_id]);
+        let Some(prog) = one.remove(&link.prog_id) else { continue };
         let t = AttachType::from_kernel(link.attach_type);
-        if !classify(&prog.name, prog.prog_type, t, allow).is_cni() {
+        if !classify(&prog.name, prog.prog_type, t, &policy).is_cni() {
             continue;
         }
         out.push(Unpin {
-            pin,
+            pin: p.path,
             link_id: link.link_id,
             prog_id: link.prog_id,
             prog_name: prog.name,
@@ -114,6 +105,5 @@ pub fn stale_pins(bpffs: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Un
             result: "dry_run".into(),
         });
     }
-    out.sort_by(|a, b| a.pin.cmp(&b.pin));
     Ok(out)
 }

@@ -12,10 +12,12 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use super::AuditError;
+use crate::bpf::pins;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::owner::Cni;
-use crate::snapshot::{CgroupMount, CniProcess, MountTop, ProcessRef, ScanError};
+use crate::snapshot::{CgroupMount, CniPin, CniProcess, MountTop, ProcessRef, ScanError};
+use strum::IntoEnumIterator;
 
 const CAP_SYS_ADMIN: u32 = 21;
 
@@ -96,6 +98,30 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
         out.push(CniProcess { pid: pid.parse().unwrap_or(0), cni, comm: comm.to_owned(), cgroupns: ns, cgroup });
     }
     out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// What the CNIs pinned in PID 1's bpffs (`<proc>/1/root/sys/fs/bpf`):
+/// nothing when bpffs is not mounted there or cannot be reached.
+pub fn cni_pins(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
+    let bpffs = root::in_root_of(proc, 1, Path::new("/sys/fs/bpf"));
+    let mut out = Vec::new();
+    for cni in Cni::iter() {
+        let dir = bpffs.join(cni.pin_dir());
+        match pins::pinned(&bpffs, &dir) {
+            Ok(p) => out.extend(p.into_iter().map(|p| CniPin {
+                cni,
+                path: Path::new("/sys/fs/bpf").join(cni.pin_dir()).join(p.path.file_name().unwrap_or_default()),
+                prog_id: p.prog_id,
+                link_id: p.link.map(|l| l.link_id),
+            })),
+            // Not mounted, or PID 1's root closed to us: nothing to read.
+            Err(pins::PinsError::NotBpffs(_)) => return out,
+            Err(e) => {
+                errors.push(ScanError { op: "read".into(), path: dir.display().to_string(), message: e.to_string() })
+            }
+        }
+    }
     out
 }
 

@@ -186,13 +186,11 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
     }
 
-    // Full names only where the audit shows them: attached programs, and
-    // socket programs (the CNI candidates that rules classify by name).
-    let named: BTreeSet<u32> = attachments
-        .iter()
-        .map(|a| a.prog_id)
-        .chain(programs.values().filter(|p| p.prog_type.is_socket()).map(|p| p.id))
-        .collect();
+    let cni_pins = host::cni_pins(&opts.proc, &mut errors);
+    // Full names only where the audit shows them: attached and pinned
+    // programs (the rules classify them by name).
+    let named: BTreeSet<u32> =
+        attachments.iter().map(|a| a.prog_id).chain(cni_pins.iter().map(|p| p.prog_id)).collect();
     programs::resolve_full_names(&mut programs, named);
     let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let by_target: HashMap<(u64, u32, u32), u32> =
@@ -219,6 +217,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         pods,
         mounts,
         cni_processes,
+        cni_pins,
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),
         processes: processes_by_cgroup,
