@@ -36,9 +36,14 @@ fn interval(s: &str) -> Result<Duration, String> {
 }
 
 fn absolute_path(s: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
     let p = PathBuf::from(s);
-    if !p.is_absolute() {
-        return Err("must be an absolute path, as mounted in the target's mount namespace".into());
+    let plain = p.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
+    if !p.is_absolute() || !plain || p.parent().is_none() {
+        return Err(
+            "must be an absolute path below /, without . or .. components, as mounted in the target's mount namespace"
+                .into(),
+        );
     }
     Ok(p)
 }
@@ -77,9 +82,10 @@ pub enum Command {
     /// attached to or detached from a cgroup, a cgroup made or removed),
     /// updating only what changed; serves Prometheus metrics.
     ///
-    /// Event tracing attaches to the kernel's cgroup-BPF functions and cgroup
-    /// tracepoints by BTF (kernel 5.17+, CAP_BPF and CAP_PERFMON); no tracefs
-    /// mount. When it cannot start, the daemon says why once, exports
+    /// Event tracing reads each bpf() call at the raw_syscalls tracepoints
+    /// and each cgroup made or removed, through BTF raw tracepoints (kernel
+    /// 5.8+ with BTF, CAP_BPF and CAP_PERFMON); no tracefs mount. When it
+    /// cannot start, the daemon says why once, exports
     /// cgaudit_event_tracing_active 0 and keeps polling.
     ///
     /// HTTP endpoints on --listen:
@@ -127,18 +133,18 @@ pub enum Command {
     RemountHelper(HelperArgs),
 }
 
-/// Arguments of the hidden helper subcommand `remount` runs.
+/// Arguments of the hidden helper subcommand `remount` runs; the target
+/// itself comes as a pidfd at fd 3.
 #[derive(Debug, clap::Args)]
 pub struct HelperArgs {
     #[arg(long)]
     pub proc: PathBuf,
+    /// For messages, and for entering by /proc/<pid>/ns before Linux 5.8.
     #[arg(long)]
     pub target_pid: u32,
+    /// One `remount::helper::Request`, as JSON.
     #[arg(long)]
-    pub path: PathBuf,
-    /// create_and_mount, mount or replace.
-    #[arg(long)]
-    pub action: String,
+    pub request: String,
 }
 
 #[derive(Debug, clap::Args)]

@@ -17,6 +17,7 @@ mod fixtures;
 pub mod logging;
 pub mod metrics;
 pub mod mounts;
+pub mod os;
 pub mod owner;
 pub mod remount;
 pub mod report;

@@ -134,6 +134,11 @@ impl Link {
     }
 }
 
+/// Makes `link` run `prog` instead (`BPF_LINK_UPDATE`).
+pub fn link_update(link: &Link, prog: &Prog) {
+    sys::link_update(link.fd.as_fd(), prog.fd.as_fd()).unwrap_or_else(|e| panic!("update link {}: {e}", link.id));
+}
+
 /// A private bpffs mount for pins, unmounted (and its pins with it) on drop.
 pub struct BpfFs {
     pub dir: tempfile::TempDir,

@@ -10,6 +10,7 @@
 pub mod bpf;
 pub mod cgroup;
 pub mod daemon;
+pub mod fuse;
 pub mod kubepods;
 pub mod podman;
 pub mod sandbox;
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use bpf::*;
 pub use cgroup::*;
 pub use daemon::*;
+pub use fuse::*;
 pub use kubepods::*;
 pub use podman::*;
 pub use sandbox::*;

@@ -61,3 +61,25 @@ pub fn agent(args: &[&str]) -> Run {
     c.args(args);
     run(c)
 }
+
+/// Makes `cmd` (and everything it starts) fail the given syscalls with
+/// EPERM, as a hardened seccomp profile or an LSM policy can. A syscall with
+/// no rules fails on every call; with rules, only on calls that match one.
+pub fn deny_syscalls(cmd: &mut Command, denied: Vec<(i64, Vec<seccompiler::SeccompRule>)>) {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    use std::os::unix::process::CommandExt;
+    let filter = SeccompFilter::new(
+        denied.into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH.try_into().expect("seccomp arch"),
+    )
+    .expect("seccomp filter");
+    let filter: BpfProgram = filter.try_into().expect("compile seccomp filter");
+    // SAFETY: between fork and exec the closure only makes the prctl(2)
+    // calls of `apply_filter` (no_new_privs, then the filter compiled above,
+    // before the fork); it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(move || seccompiler::apply_filter(&filter).map_err(std::io::Error::other));
+    }
+}

@@ -2,8 +2,6 @@
 //! works: each test builds the attack for real and shows the agent still
 //! sees, reports and stops as it should.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use integration_tests::*;
@@ -12,40 +10,6 @@ const MISATTACHED: &str = r#"cgaudit_socket_lb_misattached{attach_type="connect4
 
 fn ready(d: &Daemon) {
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
-}
-
-/// `fixture fuse-trap`: a FUSE mount whose server never answers, named as
-/// the target of a failing bpf() call. Killed, and its mount detached, on
-/// drop.
-struct FuseTrap {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl FuseTrap {
-    fn new() -> FuseTrap {
-        let dir = tempfile::tempdir().unwrap();
-        let mnt = dir.path().join("mnt");
-        let mut child = Command::new(agent_bin().with_file_name("fixture"))
-            .arg("fuse-trap")
-            .arg(&mnt)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("fixture fuse-trap");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "trapped");
-        FuseTrap { child, dir }
-    }
-}
-
-impl Drop for FuseTrap {
-    fn drop(&mut self) {
-        // Killing the server aborts the connection: waiters get ENOTCONN.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = nix::mount::umount2(&self.dir.path().join("mnt"), nix::mount::MntFlags::MNT_DETACH);
-    }
 }
 
 #[test]

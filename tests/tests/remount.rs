@@ -3,8 +3,10 @@
 //! misattachment to a clean audit.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use integration_tests::*;
@@ -114,7 +116,11 @@ fn refusals_exit_2_and_change_nothing() {
     c.arg(agent_bin()).args(["remount", "--apply"]);
     let run = integration_tests::run(c);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("Permission denied") || run.stderr.contains("needs hostPID"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Operation not permitted (os error 1) (needs CAP_SYS_ADMIN and hostPID)"),
+        "{}",
+        run.stderr
+    );
     assert_says_each_thing_once(&run.stderr);
     assert!(!sb.path(CILIUM_PATH).exists());
 }
@@ -226,4 +232,257 @@ fn stale_pinned_links_are_listed_then_unpinned() {
     assert_eq!(report["unpin"][0]["result"], "done");
     assert!(!pin.exists(), "unpinned");
     assert!(kept.exists(), "a program it does not own is never touched");
+}
+
+// --- Detach acts only on what it planned -------------------------------
+
+/// The plan `--detach-misattached` makes for `prog` at `cgroup`.
+fn planned_detach(cgroup: &Path, prog: &Prog, link_id: Option<u32>) -> agent::remount::programs::Detach {
+    let root = cgroup2_root();
+    agent::remount::programs::Detach {
+        cgroup: format!("/{}", cgroup.strip_prefix(&root).unwrap().display()),
+        cgroup_id: cgroup_id(cgroup),
+        attach_type: prog.hook,
+        prog_id: prog.id,
+        prog_name: Some(prog.name.clone()),
+        owner: agent::owner::Owner::Cilium,
+        link_id,
+        result: "dry_run".into(),
+    }
+}
+
+/// Program ids attached at `cgroup`'s `hook` now.
+fn attached_at(cgroup: &Path, hook: agent::bpf::AttachType) -> Vec<u32> {
+    let fd = open_dir(cgroup);
+    agent::bpf::sys::prog_query(std::os::fd::AsFd::as_fd(&fd), hook.kernel_value(), false).unwrap().prog_ids
+}
+
+#[test]
+fn detach_follows_the_cgroup_it_planned_not_a_path_made_again() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("detach-remade");
+    let svc = t.mkdir("system.slice/foo.service");
+    let lb = Prog::load("cil_sock4_connect", "connect4");
+    let _lb = Attached::new(&svc, &lb, 0);
+    let d = planned_detach(&svc, &lb, None);
+    // Between audit and detach the service restarts: its cgroup is removed
+    // and made again at the same path, where a program of its own goes, on
+    // a hook whose legacy detach takes whatever is attached.
+    fs::remove_dir(&svc).unwrap();
+    let svc = t.mkdir("system.slice/foo.service");
+    let theirs = Prog::load("tenant_lb", "connect4");
+    let _theirs = Attached::new(&svc, &theirs, 0);
+
+    let result = agent::remount::programs::detach(&cgroup2_root(), &d);
+    assert_eq!(attached_at(&svc, theirs.hook), vec![theirs.id], "a program it never planned was detached");
+    let err = result.expect_err("refused").to_string();
+    assert!(err.contains("no longer exists"), "{err}");
+}
+
+#[test]
+fn detach_refuses_when_the_hook_no_longer_holds_the_planned_program() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("detach-swapped");
+    let a = t.mkdir("a");
+    let lb = Prog::load("cil_sock4_connect", "connect4");
+    let att = Attached::new(&a, &lb, ALLOW_OVERRIDE);
+    let d = planned_detach(&a, &lb, None);
+    drop(att);
+    let other = Prog::load("tenant_lb", "connect4");
+    let _other = Attached::new(&a, &other, ALLOW_OVERRIDE);
+
+    let result = agent::remount::programs::detach(&cgroup2_root(), &d);
+    assert_eq!(attached_at(&a, other.hook), vec![other.id], "a program it never planned was detached");
+    let err = result.expect_err("refused").to_string();
+    assert!(err.contains(&other.id.to_string()) && err.contains(&lb.id.to_string()), "{err}");
+}
+
+#[test]
+fn detach_refuses_a_link_that_now_runs_another_program() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("detach-link");
+    let a = t.mkdir("a");
+    let old = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&a, &old);
+    let d = planned_detach(&a, &old, Some(link.id));
+    // The CNI upgrades in place: BPF_LINK_UPDATE to its new program.
+    let new = Prog::load("cil_sock4_connect", "connect4");
+    link_update(&link, &new);
+
+    let result = agent::remount::programs::detach(&cgroup2_root(), &d);
+    assert_eq!(attached_at(&a, new.hook), vec![new.id], "a link it never planned for was detached");
+    let err = result.expect_err("refused").to_string();
+    assert!(err.contains(&format!("link {}", link.id)), "{err}");
+}
+
+// --- Remediation acts only on what it planned --------------------------
+
+#[test]
+fn a_symlink_on_the_mount_path_is_refused_and_nothing_is_mounted() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    // A pod that can write /run/cilium (Cilium's own hostPath) points it, or
+    // the mount point itself, somewhere else on the node.
+    for (setup, link) in [
+        ("mkdir /run/elsewhere && ln -s /run/elsewhere /run/cilium", "/run/cilium"),
+        ("mkdir -p /run/cilium /run/elsewhere && ln -s /run/elsewhere /run/cilium/cgroupv2", CILIUM_PATH),
+    ] {
+        let sb = Sandbox::new(&format!("mount -t tmpfs tmpfs /run && {setup}"));
+        let before = target_mountinfo(&sb);
+        let (code, report, run) = remount(&sb, &["--apply"]);
+        assert_eq!(code, 2, "{run:?}");
+        assert_eq!(report["outcome"], "refused", "{report:#}");
+        assert!(run.stderr.contains(&format!("{link} is a symbolic link")), "{}", run.stderr);
+        assert_says_each_thing_once(&run.stderr);
+        assert_eq!(target_mountinfo(&sb), before, "nothing mounted anywhere");
+        assert!(!sb.path("/run/elsewhere/cgroupv2").exists(), "nothing created through the link");
+    }
+}
+
+#[test]
+fn a_mount_that_fails_leaves_the_old_mount_in_place() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::mount_only("remount-fails");
+    let sb = &s.sandbox;
+    let before = target_mountinfo(sb);
+    let namespaced = top_id(sb, CILIUM_PATH);
+    // Mounting is refused (a seccomp profile, an LSM) after planning.
+    let mut c = sb.command(&agent_bin(), &["remount", "--apply", "--output", "json"]);
+    deny_syscalls(&mut c, vec![(libc::SYS_mount, vec![]), (libc::SYS_move_mount, vec![])]);
+    let run = run(c);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.json()["outcome"], "failed");
+    assert!(run.stderr.contains("Operation not permitted"), "{}", run.stderr);
+    assert_says_each_thing_once(&run.stderr);
+    assert_eq!(top_id(sb, CILIUM_PATH), namespaced, "the old mount is still there");
+    assert_eq!(target_mountinfo(sb), before, "nothing changed");
+}
+
+/// `fixture remount-paused`: plan, wait for the test, apply.
+struct Paused {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Paused {
+    fn start(mut cmd: Command) -> Paused {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("fixture remount-paused");
+        let out = BufReader::new(child.stdout.take().unwrap());
+        Paused { child, out }
+    }
+
+    fn in_sandbox(sb: &Sandbox, pid: &str, path: &str) -> Paused {
+        Self::start(sb.command(&agent_bin().with_file_name("fixture"), &["remount-paused", pid, path, "10000"]))
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim().to_owned()
+    }
+
+    /// Lets it apply; returns what it said.
+    fn resume(&mut self) -> String {
+        writeln!(self.child.stdin.as_mut().unwrap()).unwrap();
+        self.line()
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_mount_swapped_between_plan_and_apply_is_left_alone() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::mount_only("remount-swapped");
+    let sb = &s.sandbox;
+    let mut paused = Paused::in_sandbox(sb, "1", CILIUM_PATH);
+    assert_eq!(paused.line(), "planned replace");
+    // Another mount goes on top in between, one that looks exactly like the
+    // planned one: same filesystem, same root. Only its identity differs.
+    let looked = top_id(sb, CILIUM_PATH);
+    let swap = run(sb.command(Path::new("/bin/sh"), &["-c", &format!("mount --bind {CILIUM_PATH} {CILIUM_PATH}")]));
+    assert_eq!(swap.code, 0, "{swap:?}");
+    assert_eq!(top_id(sb, CILIUM_PATH), looked);
+    let before = target_mountinfo(sb);
+
+    let said = paused.resume();
+    assert!(said.starts_with(&format!("error: {CILIUM_PATH} changed since it was planned")), "{said}");
+    assert_eq!(target_mountinfo(sb), before, "the other tool's mount is untouched");
+}
+
+#[test]
+fn a_target_that_exits_after_planning_is_not_confused_with_the_next_process_of_its_pid() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let sb = Sandbox::new("mount -t tmpfs tmpfs /run");
+    // The target: a process of the sandbox with a mount namespace of its own.
+    let mut target = sb.command(
+        Path::new("/bin/sh"),
+        &["-c", "exec unshare --mount --propagation private sh -c 'mount -t tmpfs t /run && echo $$ && exec sleep infinity'"],
+    );
+    let mut target = target.stdout(Stdio::piped()).spawn().unwrap();
+    let mut pid = String::new();
+    BufReader::new(target.stdout.take().unwrap()).read_line(&mut pid).unwrap();
+    let pid: u32 = pid.trim().parse().unwrap();
+    let mut paused = Paused::in_sandbox(&sb, &pid.to_string(), CILIUM_PATH);
+    assert_eq!(paused.line(), "planned create_and_mount");
+
+    // It exits, and its pid goes to a process in the sandbox's own mount
+    // namespace (the next pid is set through ns_last_pid).
+    assert_eq!(run(sb.command(Path::new("/bin/kill"), &["-KILL", &pid.to_string()])).code, 0);
+    target.wait().unwrap(); // nsenter, once it has reaped the target
+    let script = format!("echo {} > /proc/sys/kernel/ns_last_pid || exit 1; sleep infinity & echo $!", pid - 1);
+    let mut successor = sb.command(Path::new("/bin/sh"), &["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut reused = String::new();
+    BufReader::new(successor.stdout.take().unwrap()).read_line(&mut reused).unwrap();
+    let before = target_mountinfo(&sb);
+
+    let said = paused.resume();
+    let _ = successor.kill();
+    let _ = successor.wait();
+    assert_eq!(reused.trim(), pid.to_string(), "the pid was not reused; the test proves nothing");
+    assert_eq!(said, format!("error: target pid {pid} exited"));
+    assert_eq!(target_mountinfo(&sb), before, "nothing mounted in the successor's namespace");
+    assert!(!sb.path("/run/cilium").exists());
+}
+
+#[test]
+fn a_helper_stuck_on_a_filesystem_that_never_answers_is_killed_at_the_timeout() {
+    if !can_run(&[]) {
+        return;
+    }
+    let trap = FuseTrap::new();
+    let path = trap.mnt().join("cgroupv2");
+    // Target: this test process (the node's namespaces); a dry run.
+    let mut cmd = Command::new(agent_bin().with_file_name("fixture"));
+    cmd.arg("remount-paused").arg(std::process::id().to_string()).arg(&path).arg("1000");
+    let start = std::time::Instant::now();
+    let mut paused = Paused::start(cmd);
+    let said = paused.line();
+    assert!(said.starts_with("error: the remount helper did not answer within 1s"), "{said}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    let helpers = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| c.windows(17).any(|w| w == b"__remount-helper\0"))
+        .count();
+    assert_eq!(helpers, 0, "the helper was killed and reaped");
 }

@@ -116,28 +116,12 @@ fn the_default_walk_is_the_in_kernel_one_on_this_kernel() {
 /// iterator program loads but cannot be attached, so the in-kernel pass
 /// cannot run while every call of the syscall walk still works.
 fn agent_without_link_create(args: &[&str]) -> Run {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    };
-    use std::os::unix::process::CommandExt;
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     const BPF_LINK_CREATE: u64 = 28;
     let link_create = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, BPF_LINK_CREATE).unwrap();
-    let filter = SeccompFilter::new(
-        [(libc::SYS_bpf, vec![SeccompRule::new(vec![link_create]).unwrap()])].into(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        std::env::consts::ARCH.try_into().unwrap(),
-    )
-    .unwrap();
-    let filter: BpfProgram = filter.try_into().unwrap();
     let mut c = std::process::Command::new(agent_bin());
     c.args(args);
-    // SAFETY: between fork and exec the closure only makes the prctl(2)
-    // calls of `apply_filter` (no_new_privs, then the filter compiled above,
-    // before the fork); it allocates nothing and takes no lock.
-    unsafe {
-        c.pre_exec(move || seccompiler::apply_filter(&filter).map_err(std::io::Error::other));
-    }
+    deny_syscalls(&mut c, vec![(libc::SYS_bpf, vec![SeccompRule::new(vec![link_create]).unwrap()])]);
     run(c)
 }
 

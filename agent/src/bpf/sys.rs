@@ -1,5 +1,6 @@
-//! The only `unsafe` in the agent: thin wrappers over bpf(2) (and one libc
-//! call that hands freed heap back to the kernel, `release_free_heap`).
+//! The agent's `unsafe` for bpf(2): thin wrappers over the syscall (and one
+//! libc call that hands freed heap back to the kernel, `release_free_heap`).
+//! The few other calls no library wraps are in `os.rs`.
 //!
 //! Every function fills one command's part of `union bpf_attr` (aya-obj's
 //! generated UAPI bindings), issues the syscall through `sys_bpf` and turns
@@ -472,6 +473,16 @@ pub fn link_detach(link: BorrowedFd<'_>) -> Result<()> {
     attr.link_detach.link_fd = link.as_raw_fd() as u32;
     // SAFETY: no pointers in this command.
     unsafe { sys_bpf("BPF_LINK_DETACH", bpf_cmd::BPF_LINK_DETACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_LINK_UPDATE` (5.7): the link runs `new_prog` from now on, as a CNI
+/// upgrading in place does.
+pub fn link_update(link: BorrowedFd<'_>, new_prog: BorrowedFd<'_>) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.link_update.link_fd = link.as_raw_fd() as u32;
+    attr.link_update.__bindgen_anon_1.new_prog_fd = new_prog.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_LINK_UPDATE", bpf_cmd::BPF_LINK_UPDATE, &mut attr) }.map(drop)
 }
 
 /// `BPF_LINK_DETACH` of link fd 0 (a zeroed attr), whatever it is: what a

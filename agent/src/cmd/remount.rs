@@ -8,9 +8,9 @@ use serde::Serialize;
 use super::EXIT_UNKNOWN;
 use crate::cli::{Output, RemountArgs};
 use crate::owner::Cni;
-use crate::remount::plan::{Action, PathState, Plan};
+use crate::remount::plan::{PathState, Plan};
 use crate::remount::programs::{self, Detach, Unpin};
-use crate::remount::{Outcome, apply, make_plan};
+use crate::remount::{Outcome, RemountError, Target};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RemountReport {
@@ -95,49 +95,52 @@ fn restart_hint(path: &std::path::Path, node: &str) -> String {
     format!("restart the CNI agent on this node so it attaches at the root: {}", cni.restart_command(node))
 }
 
+/// Why `agent remount` could not even report.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Remount(#[from] RemountError),
+    #[error("{0}")]
+    Programs(String),
+}
+
 /// Plans, applies when asked, and reports. `Err`: could not even plan.
-pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
-    let plan = make_plan(&args.proc, args.target_pid, &args.path).map_err(|e| e.to_string())?;
+pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
+    let target = Target::open(&args.proc, args.target_pid)?;
+    let done = target.remediate(&args.path, args.apply)?;
+    let before = done.plan.state.to_string();
+    let action = done.plan.action.as_str();
+    match (&done.after, &done.error) {
+        (Some(after), _) => {
+            tracing::info!(action, path = %args.path.display(), before, after = %after, result = "done", "remount")
+        }
+        (_, Some(e)) => {
+            tracing::error!(action, path = %args.path.display(), before, error = %e, result = "failed", "remount")
+        }
+        _ => {}
+    }
     let mut report = RemountReport {
         target_pid: args.target_pid,
         applied: args.apply,
-        outcome: Outcome::NothingToDo,
-        after: None,
-        error: None,
+        outcome: done.outcome,
+        after: done.after,
+        error: done.error.map(|e| e.to_string()),
         detach: Vec::new(),
         unpin: Vec::new(),
         next_step: None,
-        plan,
-    };
-    let before = report.plan.state.to_string();
-    report.outcome = match report.plan.action {
-        Action::Nothing => Outcome::NothingToDo,
-        Action::Refuse => Outcome::Refused,
-        _ if !args.apply => Outcome::DryRun,
-        _ => match apply(&args.proc, args.target_pid, &report.plan) {
-            Ok(after) => {
-                tracing::info!(action = report.plan.action.as_str(), path = %args.path.display(), before, after = %after, result = "done", "remount");
-                report.after = Some(after);
-                Outcome::Done
-            }
-            Err(e) => {
-                tracing::error!(action = report.plan.action.as_str(), path = %args.path.display(), before, error = %e, result = "failed", "remount");
-                report.error = Some(e);
-                Outcome::Failed
-            }
-        },
+        plan: done.plan,
     };
     if matches!(report.outcome, Outcome::Refused | Outcome::Failed) {
         return Ok(report);
     }
 
     if args.detach_misattached {
-        let (root, found) = programs::misattached(&args.proc, &args.allow)?;
+        let (root, found) = programs::misattached(&args.proc, &args.allow).map_err(CommandError::Programs)?;
         for mut d in found {
             if args.apply {
                 d.result = match programs::detach(&root, &d) {
                     Ok(()) => "done".into(),
-                    Err(e) => e,
+                    Err(e) => e.to_string(),
                 };
                 tracing::info!(action = "detach", cgroup = %d.cgroup, attach_type = d.attach_type.name(), prog_id = d.prog_id, link_id = d.link_id, result = %d.result, "detach");
             }
@@ -148,7 +151,9 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, String> {
         let bpffs = args.bpffs.clone().unwrap_or_else(|| {
             crate::cgroup::root::in_root_of(&args.proc, args.target_pid, std::path::Path::new("/sys/fs/bpf"))
         });
-        for mut u in programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow)? {
+        let stale =
+            programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow).map_err(CommandError::Programs)?;
+        for mut u in stale {
             if args.apply {
                 u.result = match std::fs::remove_file(&u.pin) {
                     Ok(()) => "done".into(),

@@ -26,7 +26,7 @@ use crate::cgroup::root;
 use crate::cli::Remediate;
 use crate::findings::{self, Finding, Kind, Policy, Severity};
 use crate::metrics::{Metrics, Trigger};
-use crate::remount::{self, Outcome, plan::Action};
+use crate::remount::{Outcome, Target};
 use crate::report::{Report, Status, Verdict};
 use crate::scan::visit::{self, WalkContext};
 use crate::scan::{self, ScanOptions};
@@ -410,22 +410,16 @@ impl Worker {
                 continue;
             }
             self.remediated.insert(path.clone(), Instant::now());
-            let proc = &self.config.scan.proc;
             let apply = self.config.remediate == Remediate::On;
-            let p = std::path::PathBuf::from(&path);
-            let done = (|| {
-                let plan = remount::make_plan(proc, 1, &p).map_err(|e| (Outcome::Failed, e.to_string()))?;
-                match plan.action {
-                    Action::Nothing => Ok((Outcome::NothingToDo, plan.reason)),
-                    Action::Refuse => Err((Outcome::Refused, plan.reason)),
-                    _ if !apply => Ok((Outcome::DryRun, plan.reason)),
-                    _ => remount::apply(proc, 1, &plan)
-                        .map(|after| (Outcome::Done, format!("{}; now {after}", plan.reason)))
-                        .map_err(|e| (Outcome::Failed, e)),
-                }
-            })();
-            let (outcome, detail) = match done {
-                Ok(x) | Err(x) => x,
+            let (outcome, detail) = match Target::open(&self.config.scan.proc, 1)
+                .and_then(|t| t.remediate(std::path::Path::new(&path), apply))
+            {
+                Err(e) => (Outcome::Failed, e.to_string()),
+                Ok(r) => match (r.after, r.error) {
+                    (Some(after), _) => (r.outcome, format!("{}; now {after}", r.plan.reason)),
+                    (_, Some(e)) => (r.outcome, format!("{}; {e}", r.plan.reason)),
+                    _ => (r.outcome, r.plan.reason),
+                },
             };
             self.shared.metrics.remediation("remount", outcome.as_str());
             match outcome {

@@ -1,73 +1,168 @@
 //! The single-threaded helper that enters the target's cgroup and mount
-//! namespaces and mounts cgroup2, as `nsenter --cgroup --mount` + `mount`
-//! would.
+//! namespaces and does all of the looking and the one change there, as
+//! `nsenter --cgroup --mount` + `mount` would, but through descriptors.
 //!
 //! `setns(CLONE_NEWNS)` fails with EINVAL in a multi-threaded process, and
 //! the daemon runs tokio, so the work happens in a fresh process: this same
 //! binary re-executed as `agent __remount-helper`, which does nothing else
-//! before `setns`. The caller waits for it and verifies the result itself.
+//! before `setns`. It is handed the target as a pidfd (fd 3), opened once
+//! by the caller, so the pid number is never looked up again; it answers
+//! with one JSON line on stdout, and is killed if it takes longer than the
+//! caller's timeout (a path on a filesystem that never answers).
 
-use std::fs::File;
-use std::path::Path;
-use std::process::Command;
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use nix::mount::{MntFlags, MsFlags, mount, umount2};
-use nix::sched::{CloneFlags, setns};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::thread::ThreadNameSpaceType;
+use serde::{Deserialize, Serialize};
 
-use super::plan::Action;
+use super::mountpoint::{self, Failure};
+use super::plan::{Action, Observed};
+use super::{RemountError, Target};
 use crate::cli::HelperArgs;
 
-fn enter(proc: &Path, pid: u32, ns: &str, flag: CloneFlags) -> Result<(), String> {
-    let p = proc.join(format!("{pid}/ns/{ns}"));
-    let f = File::open(&p).map_err(|e| {
-        format!("open {}: {e} (cannot reach PID {pid}'s namespaces; needs hostPID and CAP_SYS_PTRACE)", p.display())
-    })?;
-    setns(&f, flag).map_err(|e| format!("setns({}): {e}", p.display()))
+/// Where the helper finds the target's pidfd.
+const PIDFD: i32 = 3;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Request {
+    /// What `path` holds; changes nothing.
+    Observe { path: PathBuf },
+    /// `action` at `path`, if it still holds exactly `expected`.
+    Apply { path: PathBuf, action: Action, expected: Observed, reference_root_id: u64 },
 }
 
-/// Runs in the helper process. Returns its exit code (0 done, 2 failed); the
-/// reason goes to stderr, where the caller reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    Observed(Observed),
+    Failed(Failure),
+}
+
+/// Runs in the helper process: answers one request. Exit code 0 when the
+/// reply is `Observed`, 2 when it is `Failed`.
 pub fn main(args: &HelperArgs) -> u8 {
-    match work(args) {
-        Ok(()) => 0,
+    let reply = match serde_json::from_str::<Request>(&args.request) {
+        Ok(request) => match work(args, &request) {
+            Ok(seen) => Reply::Observed(seen),
+            Err(f) => Reply::Failed(f),
+        },
         Err(e) => {
-            eprintln!("{e}");
-            2
+            eprintln!("agent __remount-helper: --request: {e}");
+            return 2;
+        }
+    };
+    println!("{}", serde_json::to_string(&reply).unwrap_or_default());
+    u8::from(matches!(reply, Reply::Failed(_))) * 2
+}
+
+fn work(args: &HelperArgs, request: &Request) -> Result<Observed, Failure> {
+    // Before leaving our mount namespace: our own /proc/self, to read our
+    // mountinfo and name our descriptors once we are in the target's.
+    let open_dir = |p: &Path| {
+        rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| Failure::Call { call: "open".into(), path: p.to_owned(), errno: e.raw_os_error() })
+    };
+    let proc_self = open_dir(&args.proc.join("self"))?;
+    let proc_self_fd = open_dir(&args.proc.join("self/fd"))?;
+    let pidfd = crate::os::inherited_fd(PIDFD).ok_or(Failure::Enter { pid: args.target_pid, errno: libc::EBADF })?;
+    enter(pidfd.as_fd(), &args.proc, args.target_pid)?;
+    match request {
+        Request::Observe { path } => Ok(mountpoint::inspect(proc_self.as_fd(), path)?.observed),
+        Request::Apply { path, action, expected, reference_root_id } => {
+            mountpoint::apply(proc_self.as_fd(), proc_self_fd.as_fd(), path, *action, expected, *reference_root_id)
         }
     }
 }
 
-fn work(a: &HelperArgs) -> Result<(), String> {
-    // The cgroup namespace first: the mount made after entering it is rooted
-    // at the target's cgroup-namespace root, which is the point.
-    enter(&a.proc, a.target_pid, "cgroup", CloneFlags::CLONE_NEWCGROUP)?;
-    enter(&a.proc, a.target_pid, "mnt", CloneFlags::CLONE_NEWNS)?;
-    nix::unistd::chdir("/").map_err(|e| format!("chdir /: {e}"))?;
-    let p = &a.path;
-    match a.action.as_str() {
-        "replace" => umount2(p, MntFlags::MNT_DETACH).map_err(|e| format!("umount {}: {e}", p.display()))?,
-        "create_and_mount" => std::fs::create_dir_all(p).map_err(|e| format!("mkdir {}: {e}", p.display()))?,
-        "mount" => {}
-        other => return Err(format!("unknown helper action {other}")),
+/// Enters the target's cgroup namespace (so a cgroup2 mount made next is
+/// rooted at its root) and mount namespace, in one `setns(pidfd)` (5.8).
+/// Before 5.8, through `/proc/<pid>/ns/*`, then checking with the pidfd
+/// that the pid still is the process the caller meant.
+fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32) -> Result<(), Failure> {
+    let both = ThreadNameSpaceType::CONTROL_GROUP | ThreadNameSpaceType::MOUNT;
+    match rustix::thread::move_into_thread_name_spaces(pidfd, both) {
+        Ok(()) => Ok(()),
+        Err(Errno::SRCH) => Err(Failure::TargetExited { pid }),
+        Err(Errno::INVAL) => enter_by_path(pidfd, proc, pid),
+        Err(e) => Err(Failure::Enter { pid, errno: e.raw_os_error() }),
     }
-    mount(Some("none"), p, Some("cgroup2"), MsFlags::empty(), None::<&str>)
-        .map_err(|e| format!("mount -t cgroup2 none {}: {e}", p.display()))
 }
 
-/// Runs the helper for `action` and waits for it. `Err` carries its stderr.
-pub fn run(proc: &Path, target_pid: u32, path: &Path, action: Action) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
-    let out = Command::new(exe)
-        .arg("__remount-helper")
+fn enter_by_path(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32) -> Result<(), Failure> {
+    let open = |ns: &str| {
+        let p = proc.join(format!("{pid}/ns/{ns}"));
+        rustix::fs::open(&p, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| Failure::Enter { pid, errno: e.raw_os_error() })
+    };
+    let (cgroup, mnt) = (open("cgroup")?, open("mnt")?);
+    if exited(pidfd) {
+        return Err(Failure::TargetExited { pid });
+    }
+    for (fd, t) in
+        [(cgroup, rustix::thread::LinkNameSpaceType::ControlGroup), (mnt, rustix::thread::LinkNameSpaceType::Mount)]
+    {
+        rustix::thread::move_into_link_name_space(fd.as_fd(), Some(t))
+            .map_err(|e| Failure::Enter { pid, errno: e.raw_os_error() })?;
+    }
+    Ok(())
+}
+
+/// A pidfd polls readable once its process has exited.
+fn exited(pidfd: BorrowedFd<'_>) -> bool {
+    let mut fds = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
+    nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok_and(|n| n > 0)
+}
+
+/// Runs the helper for `request` against `target` and waits for its reply,
+/// at most `target.timeout`.
+pub fn run(target: &Target, request: &Request) -> Result<Observed, RemountError> {
+    let json =
+        serde_json::to_string(request).map_err(|e| RemountError::Helper(format!("encoding the request: {e}")))?;
+    let mut cmd = Command::new(&target.helper);
+    cmd.arg("__remount-helper")
         .arg("--proc")
-        .arg(proc)
+        .arg(&target.proc)
         .arg("--target-pid")
-        .arg(target_pid.to_string())
-        .arg("--path")
-        .arg(path)
-        .arg("--action")
-        .arg(action.as_str())
-        .output()
-        .map_err(|e| format!("starting the remount helper: {e}"))?;
-    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+        .arg(target.pid.to_string())
+        .arg("--request")
+        .arg(json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::os::pass_fd(&mut cmd, target.pidfd.as_fd(), PIDFD);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| RemountError::Helper(format!("starting {} __remount-helper: {e}", target.helper.display())))?;
+    let deadline = Instant::now() + target.timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(RemountError::HelperTimeout(target.timeout));
+            }
+            Err(e) => return Err(RemountError::Helper(format!("waiting for the remount helper: {e}"))),
+        }
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    match serde_json::from_str::<Reply>(out.trim()) {
+        Ok(Reply::Observed(seen)) => Ok(seen),
+        Ok(Reply::Failed(f)) => Err(RemountError::Failed(f)),
+        Err(_) => Err(RemountError::Helper(format!("the remount helper {status}: {}", err.trim()))),
+    }
 }

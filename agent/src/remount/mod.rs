@@ -3,86 +3,149 @@
 //! does with `nsenter` and `cilium-mount`, but plans first, verifies after,
 //! and never fails silently:
 //!
-//! 1. observe the path in the target's mount namespace and plan (`plan.rs`);
-//! 2. with `--apply`, under a node-wide lock, run the single-threaded helper
-//!    that enters the target's cgroup and mount namespaces and mounts
-//!    cgroup2 (`helper.rs`);
-//! 3. verify from the host's view that the mount's top is the root;
+//! 1. open the target once, as a pidfd (`Target::open`);
+//! 2. in the single-threaded helper, enter the target's cgroup and mount
+//!    namespaces and look at the path from there, following no link
+//!    (`helper.rs`, `mountpoint.rs`); plan (`plan.rs`);
+//! 3. with `--apply`, in the helper again, under a node-wide lock: check the
+//!    path is still exactly what was planned, make the new cgroup2 mount,
+//!    check its root, attach it, verify;
 //! 4. optionally detach CNI-owned programs left below the root and remove
 //!    Cilium's stale link pins (`programs.rs`).
 
 pub mod helper;
+pub mod mountpoint;
 pub mod plan;
 pub mod programs;
 
-use std::fs;
-use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use nix::fcntl::{Flock, FlockArg};
+use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::cgroup::RootKind;
-use crate::cgroup::root::{self, in_root_of};
-use crate::mounts;
-use plan::{PathState, Plan};
+use crate::cgroup::root::{self};
+pub use mountpoint::{Failure, LOCK_FILE};
+use plan::{Action, PathState, Plan};
 
-/// Why a remount could not even be planned.
+/// Why a remount could not be planned or applied.
 #[derive(Debug, thiserror::Error)]
 pub enum RemountError {
-    #[error("target pid {pid}: no such process under {proc}")]
-    NoTarget { pid: u32, proc: PathBuf },
-    #[error("cannot reach {path}: {error} (needs hostPID and CAP_SYS_PTRACE)")]
-    Unreachable { path: PathBuf, error: io::Error },
+    #[error("target pid {pid}: no such process")]
+    NoTarget { pid: u32 },
+    #[error("target pid {pid}: pidfd_open: {error}")]
+    Unreachable { pid: u32, error: std::io::Error },
     #[error("cannot tell the hierarchy root: {0}")]
     Reference(String),
     #[error(transparent)]
-    Io(#[from] root::RootError),
+    Root(#[from] root::RootError),
+    #[error("{0}")]
+    Helper(String),
+    #[error("the remount helper did not answer within {}; it was killed", humantime::format_duration(*.0))]
+    HelperTimeout(Duration),
+    #[error(transparent)]
+    Failed(#[from] Failure),
+    #[error(
+        "verification failed: after mounting, {} holds {state}, not cgroup2 rooted at cgroup id {reference}",
+        path.display()
+    )]
+    NotVerified { path: PathBuf, state: Box<PathState>, reference: u64 },
 }
 
-fn file_type_name(md: &fs::Metadata) -> &'static str {
-    let t = md.file_type();
-    if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_file() {
-        "regular file"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_fifo() {
-        "fifo"
-    } else if t.is_char_device() || t.is_block_device() {
-        "device"
-    } else {
-        "non-directory"
+/// How long the helper may take before it is killed.
+pub const HELPER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The process whose namespaces are the node's, held as a pidfd from the
+/// moment it is named: if it exits, the pid can be reused by another process
+/// but this handle cannot, and every later step fails instead.
+pub struct Target {
+    pub pid: u32,
+    pidfd: OwnedFd,
+    proc: PathBuf,
+    /// The binary run as `__remount-helper`: this one, unless told.
+    helper: PathBuf,
+    timeout: Duration,
+}
+
+impl Target {
+    /// `pid` as this process sees it (the agent runs with hostPID); `proc`
+    /// is where procfs is mounted.
+    pub fn open(proc: &Path, pid: u32) -> Result<Target, RemountError> {
+        let raw = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
+        let pidfd = match raw.map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())) {
+            Some(Ok(fd)) => fd,
+            None | Some(Err(Errno::SRCH)) => return Err(RemountError::NoTarget { pid }),
+            Some(Err(e)) => return Err(RemountError::Unreachable { pid, error: e.into() }),
+        };
+        let helper = std::env::current_exe()
+            .map_err(|e| RemountError::Helper(format!("locating this binary to run as the remount helper: {e}")))?;
+        Ok(Target { pid, pidfd, proc: proc.to_owned(), helper, timeout: HELPER_TIMEOUT })
+    }
+
+    /// Runs `exe` as the helper (a library caller that is not the agent).
+    pub fn with_helper(mut self, exe: PathBuf) -> Target {
+        self.helper = exe;
+        self
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Target {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Looks at `path` from inside the target's namespaces and plans.
+    pub fn plan(&self, path: &Path) -> Result<Plan, RemountError> {
+        let reference = reference_root(&self.proc)?;
+        let seen = helper::run(self, &helper::Request::Observe { path: path.to_owned() })?;
+        Ok(plan::plan(path.to_owned(), seen, reference))
+    }
+
+    /// Applies a plan that changes something, if the path is still exactly
+    /// what was planned. Returns the state seen afterwards, verified.
+    pub fn apply(&self, plan: &Plan) -> Result<PathState, RemountError> {
+        let request = helper::Request::Apply {
+            path: plan.path.clone(),
+            action: plan.action,
+            expected: plan::Observed { state: plan.state.clone(), identity: plan.identity },
+            reference_root_id: plan.reference_root_id,
+        };
+        let after = helper::run(self, &request)?.state;
+        match &after {
+            PathState::Mounted { top_cgroup_id: Some(id), .. } if *id == plan.reference_root_id => Ok(after),
+            _ => Err(RemountError::NotVerified {
+                path: plan.path.clone(),
+                state: Box::new(after),
+                reference: plan.reference_root_id,
+            }),
+        }
+    }
+
+    /// Plans and, when `apply` and the plan changes something, applies:
+    /// the one sequence both `agent remount` and `agent run` use.
+    pub fn remediate(&self, path: &Path, apply: bool) -> Result<Remediation, RemountError> {
+        let plan = self.plan(path)?;
+        let (outcome, after, error) = match plan.action {
+            Action::Nothing => (Outcome::NothingToDo, None, None),
+            Action::Refuse => (Outcome::Refused, None, None),
+            _ if !apply => (Outcome::DryRun, None, None),
+            _ => match self.apply(&plan) {
+                Ok(after) => (Outcome::Done, Some(after), None),
+                Err(e) => (Outcome::Failed, None, Some(e)),
+            },
+        };
+        Ok(Remediation { plan, outcome, after, error })
     }
 }
 
-/// What `path` holds in the mount namespace of `pid`.
-pub fn observe(proc: &Path, pid: u32, path: &Path) -> Result<PathState, RemountError> {
-    let mi_path = proc.join(format!("{pid}/mountinfo"));
-    if !mi_path.exists() {
-        return Err(RemountError::NoTarget { pid, proc: proc.to_owned() });
-    }
-    let mountinfo = root::read_mountinfo(&mi_path)?.mounts;
-    let seen = in_root_of(proc, pid, path);
-    let md = match fs::symlink_metadata(&seen) {
-        Ok(md) => md,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PathState::Absent),
-        Err(e) => return Err(RemountError::Unreachable { path: seen, error: e }),
-    };
-    if !md.is_dir() {
-        return Ok(PathState::NotDirectory { file_type: file_type_name(&md).to_owned() });
-    }
-    Ok(match mounts::top_mount_at(&mountinfo, path) {
-        None => PathState::Directory,
-        Some(m) => PathState::Mounted {
-            fs_type: m.fs_type.clone(),
-            mountinfo_root: m.root.clone(),
-            // The directory's inode is the cgroup id of the mount's top.
-            top_cgroup_id: m.is_cgroup2().then(|| md.ino()),
-        },
-    })
+/// One plan, and what became of it.
+#[derive(Debug)]
+pub struct Remediation {
+    pub plan: Plan,
+    pub outcome: Outcome,
+    pub after: Option<PathState>,
+    pub error: Option<RemountError>,
 }
 
 /// The id a correct mount's top must have: the hierarchy root, or PID 1's
@@ -92,35 +155,6 @@ pub fn reference_root(proc: &Path) -> Result<u64, RemountError> {
     match root.kind {
         RootKind::Hierarchy | RootKind::Pid1Namespace => Ok(root.cgroup_id),
         _ => Err(RemountError::Reference(root.note.unwrap_or_default())),
-    }
-}
-
-/// Observes and plans.
-pub fn make_plan(proc: &Path, pid: u32, path: &Path) -> Result<Plan, RemountError> {
-    let state = observe(proc, pid, path)?;
-    Ok(plan::plan(path.to_owned(), state, reference_root(proc)?))
-}
-
-/// A node-wide lock on a file in the target's /run, so two agents (the
-/// daemon and a person, or two daemons) cannot remediate at once.
-pub struct NodeLock {
-    _lock: Flock<fs::File>,
-}
-
-pub const LOCK_FILE: &str = "run/cgaudit-remediation.lock";
-
-impl NodeLock {
-    pub fn acquire(proc: &Path, pid: u32) -> Result<NodeLock, String> {
-        let path = proc.join(format!("{pid}/root")).join(LOCK_FILE);
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("lock {}: {e}", path.display()))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
-            .map_err(|(_, e)| format!("another cgaudit remediation holds {} ({e})", path.display()))?;
-        Ok(NodeLock { _lock: lock })
     }
 }
 
@@ -139,31 +173,5 @@ pub enum Outcome {
 impl Outcome {
     pub fn as_str(self) -> &'static str {
         self.into()
-    }
-}
-
-/// Applies a plan that changes something: lock, helper, verify. Returns the
-/// state seen afterwards.
-pub fn apply(proc: &Path, pid: u32, plan: &Plan) -> Result<PathState, String> {
-    let _lock = NodeLock::acquire(proc, pid)?;
-    // NB: the state may have changed since planning (another tool); plan again
-    // under the lock and act only on what is true now.
-    let now = make_plan(proc, pid, &plan.path).map_err(|e| e.to_string())?;
-    if now.action != plan.action {
-        return Err(format!("the mount changed while planning (now: {}); run again", now.reason));
-    }
-    helper::run(proc, pid, &plan.path, plan.action)?;
-    let after = observe(proc, pid, &plan.path).map_err(|e| e.to_string())?;
-    match &after {
-        PathState::Mounted { fs_type, top_cgroup_id: Some(id), .. }
-            if fs_type == "cgroup2" && *id == plan.reference_root_id =>
-        {
-            Ok(after)
-        }
-        other => Err(format!(
-            "verification failed: after mounting, {} holds {other}, not cgroup2 rooted at cgroup id {}",
-            plan.path.display(),
-            plan.reference_root_id
-        )),
     }
 }

@@ -2,33 +2,34 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// What the path holds in the target's mount namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What the path holds in the target's mount namespace, as the remount
+/// helper saw it from inside, component by component, following no link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PathState {
-    Absent,
+    /// `missing` is the first component that does not exist.
+    Absent { missing: PathBuf },
     /// A directory with nothing mounted on it.
     Directory,
-    /// Something that is not a directory (a file, a socket...).
-    NotDirectory {
-        file_type: String,
-    },
-    /// The top-most mount at the path.
-    Mounted {
-        fs_type: String,
-        mountinfo_root: String,
-        top_cgroup_id: Option<u64>,
-    },
+    /// `path` (the mount point or one of its parents) is a file, a socket...
+    NotDirectory { path: PathBuf, file_type: String },
+    /// `path` (the mount point or one of its parents) is a symbolic link.
+    Symlink { path: PathBuf },
+    /// The top-most mount at the path. `top_cgroup_id` is set when the
+    /// filesystem is cgroup2 (by its magic, not its name): the inode of the
+    /// mount's top directory, which is the cgroup id it is rooted at.
+    Mounted { fs_type: String, mountinfo_root: String, top_cgroup_id: Option<u64> },
 }
 
 impl std::fmt::Display for PathState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PathState::Absent => f.write_str("absent"),
+            PathState::Absent { missing } => write!(f, "absent ({} does not exist)", missing.display()),
             PathState::Directory => f.write_str("an empty directory, nothing mounted"),
-            PathState::NotDirectory { file_type } => write!(f, "a {file_type}"),
+            PathState::NotDirectory { path, file_type } => write!(f, "a {file_type} at {}", path.display()),
+            PathState::Symlink { path } => write!(f, "a symbolic link at {}", path.display()),
             PathState::Mounted { fs_type, mountinfo_root, top_cgroup_id: Some(id) } => {
                 write!(f, "{fs_type} rooted at {mountinfo_root} (cgroup id {id})")
             }
@@ -39,7 +40,24 @@ impl std::fmt::Display for PathState {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString)]
+/// Which directory the path resolved to: the helper refuses to act unless it
+/// finds the same one again under the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The mount the path's directory is in (the top mount, when mounted).
+    pub mount_id: u64,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// What the helper saw: the state and, for a directory, which one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    pub state: PathState,
+    pub identity: Option<Identity>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum Action {
@@ -70,6 +88,8 @@ impl Action {
 pub struct Plan {
     pub path: PathBuf,
     pub state: PathState,
+    /// The directory planned on; applying refuses if it is another now.
+    pub identity: Option<Identity>,
     /// The cgroup id a correct mount's top must have.
     pub reference_root_id: u64,
     pub action: Action,
@@ -77,15 +97,25 @@ pub struct Plan {
 }
 
 /// Decides what to do at `path`.
-pub fn plan(path: PathBuf, state: PathState, reference_root_id: u64) -> Plan {
+pub fn plan(path: PathBuf, seen: Observed, reference_root_id: u64) -> Plan {
     let p = path.display();
-    let (action, reason) = match &state {
-        PathState::Absent => (Action::CreateAndMount, format!("{p} does not exist: create it and mount cgroup2")),
-        PathState::Directory => (Action::Mount, format!("nothing is mounted at {p}: mount cgroup2")),
-        PathState::NotDirectory { file_type } => {
-            (Action::Refuse, format!("{p} is a {file_type}, not a directory: refusing to touch it"))
+    let (action, reason) = match &seen.state {
+        PathState::Absent { missing } => {
+            (Action::CreateAndMount, format!("{} does not exist: create {p} and mount cgroup2", missing.display()))
         }
-        PathState::Mounted { fs_type, .. } if fs_type != "cgroup2" => {
+        PathState::Directory => (Action::Mount, format!("nothing is mounted at {p}: mount cgroup2")),
+        PathState::NotDirectory { path, file_type } => {
+            (Action::Refuse, format!("{} is a {file_type}, not a directory: refusing to touch it", path.display()))
+        }
+        PathState::Symlink { path } => (
+            Action::Refuse,
+            format!(
+                "{} is a symbolic link: refusing to follow it, as a link there can point the mount anywhere \
+                 on the node; remove it, or pass the real directory as --path",
+                path.display()
+            ),
+        ),
+        PathState::Mounted { fs_type, top_cgroup_id: None, .. } => {
             (Action::Refuse, format!("{fs_type} is mounted at {p}, not cgroup2: refusing to unmount something else"))
         }
         PathState::Mounted { top_cgroup_id: Some(id), .. } if *id == reference_root_id => {
@@ -98,29 +128,30 @@ pub fn plan(path: PathBuf, state: PathState, reference_root_id: u64) -> Plan {
                  it was mounted from a private cgroup namespace; replace it"
             ),
         ),
-        PathState::Mounted { top_cgroup_id: None, .. } => {
-            (Action::Refuse, format!("the cgroup2 mount at {p} could not be inspected: refusing to act blind"))
-        }
     };
-    Plan { path, state, reference_root_id, action, reason }
+    Plan { path, state: seen.state, identity: seen.identity, reference_root_id, action, reason }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cg2(id: u64, root: &str) -> PathState {
-        PathState::Mounted { fs_type: "cgroup2".into(), mountinfo_root: root.into(), top_cgroup_id: Some(id) }
+    fn seen(state: PathState) -> Observed {
+        Observed { state, identity: None }
     }
 
-    fn act(state: PathState) -> Action {
+    fn cg2(id: u64, root: &str) -> Observed {
+        seen(PathState::Mounted { fs_type: "cgroup2".into(), mountinfo_root: root.into(), top_cgroup_id: Some(id) })
+    }
+
+    fn act(state: Observed) -> Action {
         plan("/run/cilium/cgroupv2".into(), state, 1).action
     }
 
     #[test]
     fn absent_path_is_created_and_mounted() {
-        assert_eq!(act(PathState::Absent), Action::CreateAndMount);
-        assert_eq!(act(PathState::Directory), Action::Mount);
+        assert_eq!(act(seen(PathState::Absent { missing: "/run/cilium".into() })), Action::CreateAndMount);
+        assert_eq!(act(seen(PathState::Directory)), Action::Mount);
     }
 
     #[test]
@@ -140,10 +171,15 @@ mod tests {
     #[test]
     fn anything_else_is_refused() {
         let tmpfs = PathState::Mounted { fs_type: "tmpfs".into(), mountinfo_root: "/".into(), top_cgroup_id: None };
-        assert_eq!(act(tmpfs), Action::Refuse);
-        assert_eq!(act(PathState::NotDirectory { file_type: "regular file".into() }), Action::Refuse);
-        let blind = PathState::Mounted { fs_type: "cgroup2".into(), mountinfo_root: "/".into(), top_cgroup_id: None };
-        assert_eq!(act(blind), Action::Refuse);
+        assert_eq!(act(seen(tmpfs)), Action::Refuse);
+        // A filesystem that calls itself cgroup2 but is not one (by magic).
+        let fake = PathState::Mounted { fs_type: "cgroup2".into(), mountinfo_root: "/".into(), top_cgroup_id: None };
+        assert_eq!(act(seen(fake)), Action::Refuse);
+        let file = PathState::NotDirectory { path: "/run/cilium/cgroupv2".into(), file_type: "regular file".into() };
+        assert_eq!(act(seen(file)), Action::Refuse);
+        let p = plan("/run/cilium/cgroupv2".into(), seen(PathState::Symlink { path: "/run/cilium".into() }), 1);
+        assert_eq!(p.action, Action::Refuse);
+        assert!(p.reason.starts_with("/run/cilium is a symbolic link"), "{}", p.reason);
     }
 
     #[test]

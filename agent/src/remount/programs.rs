@@ -2,7 +2,6 @@
 //! bring them back: found, and (only with --apply) removed. Only CNI-owned
 //! socket-LB programs are ever touched.
 
-use std::fs;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -11,6 +10,7 @@ use serde::Serialize;
 use crate::bpf::AttachType;
 use crate::bpf::sys;
 use crate::bpf::{pins, programs};
+use crate::cgroup::by_id::{ReopenError, reopen};
 use crate::findings::{self, Kind, Policy};
 use crate::owner::{Cni, Owner, classify};
 use crate::scan::{self, ScanOptions};
@@ -19,6 +19,8 @@ use crate::scan::{self, ScanOptions};
 pub struct Detach {
     /// Relative to the hierarchy root.
     pub cgroup: String,
+    /// The cgroup the audit saw; detach reopens it by this id.
+    pub cgroup_id: u64,
     pub attach_type: AttachType,
     pub prog_id: u32,
     pub prog_name: Option<String>,
@@ -26,6 +28,28 @@ pub struct Detach {
     pub link_id: Option<u32>,
     /// `dry_run`, `done`, or the error.
     pub result: String,
+}
+
+/// Why a planned detach was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum DetachError {
+    #[error(transparent)]
+    Cgroup(#[from] ReopenError),
+    #[error(transparent)]
+    Bpf(#[from] sys::SyscallError),
+    #[error("open {}: {error}", path.display())]
+    Root { path: PathBuf, error: crate::cgroup::RootError },
+    #[error(
+        "{hook} at {cgroup} holds {}, not the planned prog {planned}: refusing to detach",
+        if now.is_empty() { "nothing".to_owned() } else { format!("prog {}", join(now)) }
+    )]
+    HookChanged { hook: AttachType, cgroup: String, planned: u32, now: Vec<u32> },
+    #[error("link {link} now {now}, not the planned prog {planned} at cgroup id {cgroup_id}: refusing to detach it")]
+    LinkChanged { link: u32, planned: u32, cgroup_id: u64, now: String },
+}
+
+fn join(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// CNI-owned socket-LB programs attached below the root, from a fresh audit
@@ -37,13 +61,19 @@ pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach
         .into_iter()
         .filter(|f| f.kind == Kind::SocketLbBelowRoot && f.owner.is_some_and(Owner::is_cni))
         .filter_map(|f| {
+            let (cgroup, attach_type, prog_id) = (f.cgroup?, f.attach_type?, f.prog_id?);
+            let seen = snap
+                .attachments
+                .iter()
+                .find(|a| a.cgroup == cgroup && a.attach_type == attach_type && a.prog_id == prog_id)?;
             Some(Detach {
-                cgroup: f.cgroup?,
-                attach_type: f.attach_type?,
-                prog_id: f.prog_id?,
+                cgroup,
+                cgroup_id: seen.cgroup_id,
+                attach_type,
+                prog_id,
                 prog_name: f.prog_name,
                 owner: f.owner?,
-                link_id: f.link_id,
+                link_id: seen.link_id,
                 result: "dry_run".into(),
             })
         })
@@ -51,17 +81,59 @@ pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach
     Ok((snap.root.path, found))
 }
 
-/// Detaches one program: `BPF_LINK_DETACH` for a link (the link object stays
-/// while pinned, but runs nowhere), `BPF_PROG_DETACH` for a legacy attachment.
-pub fn detach(root: &Path, d: &Detach) -> Result<(), String> {
+/// Detaches one program, and only that one: the cgroup is reopened by id,
+/// and right before detaching, a link is read again (it must still run the
+/// planned program at the planned cgroup; `BPF_LINK_DETACH` then ends that
+/// very link, which stays as an object while pinned but runs nowhere), or
+/// the hook is queried again (it must still hold the planned program: on a
+/// hook attached without `BPF_F_ALLOW_MULTI`, `BPF_PROG_DETACH` removes
+/// whatever is there, whichever program it is given).
+pub fn detach(root: &Path, d: &Detach) -> Result<(), DetachError> {
     if let Some(link_id) = d.link_id {
-        let link = sys::link_fd_by_id(link_id).map_err(|e| e.to_string())?;
-        return sys::link_detach(link.as_fd()).map_err(|e| e.to_string());
+        let link = sys::link_fd_by_id(link_id)?;
+        let info = sys::cgroup_link_info(link.as_fd())?;
+        return match info {
+            Some(i)
+                if i.prog_id == d.prog_id
+                    && i.cgroup_id == d.cgroup_id
+                    && i.attach_type == d.attach_type.kernel_value() =>
+            {
+                Ok(sys::link_detach(link.as_fd())?)
+            }
+            other => Err(DetachError::LinkChanged {
+                link: link_id,
+                planned: d.prog_id,
+                cgroup_id: d.cgroup_id,
+                now: match other {
+                    None => "is not a cgroup link".into(),
+                    Some(i) if i.cgroup_id == 0 => format!("runs prog {} nowhere (its cgroup is gone)", i.prog_id),
+                    Some(i) => format!(
+                        "runs prog {} at {} of cgroup id {}",
+                        i.prog_id,
+                        AttachType::from_kernel(i.attach_type)
+                            .map_or_else(|| i.attach_type.to_string(), |t| t.to_string()),
+                        i.cgroup_id
+                    ),
+                },
+            }),
+        };
     }
-    let dir = root.join(d.cgroup.trim_start_matches('/'));
-    let cgroup = fs::File::open(&dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
-    let prog = sys::prog_fd_by_id(d.prog_id).map_err(|e| e.to_string())?;
-    sys::prog_detach(cgroup.as_fd(), prog.as_fd(), d.attach_type.kernel_value()).map_err(|e| e.to_string())
+    let (root_fd, _) = crate::cgroup::root::open_cgroup_dir(root)
+        .map_err(|error| DetachError::Root { path: root.to_owned(), error })?;
+    let cgroup = reopen(root_fd.as_fd(), root, &d.cgroup, d.cgroup_id)?;
+    let prog = sys::prog_fd_by_id(d.prog_id)?;
+    let now = sys::prog_query(cgroup.as_fd(), d.attach_type.kernel_value(), false)?;
+    let multi = now.attach_flags & aya_obj::generated::BPF_F_ALLOW_MULTI != 0;
+    if !now.prog_ids.contains(&d.prog_id) || (!multi && now.prog_ids.len() != 1) {
+        let now = now.prog_ids;
+        return Err(DetachError::HookChanged {
+            hook: d.attach_type,
+            cgroup: d.cgroup.clone(),
+            planned: d.prog_id,
+            now,
+        });
+    }
+    Ok(sys::prog_detach(cgroup.as_fd(), prog.as_fd(), d.attach_type.kernel_value())?)
 }
 
 #[derive(Debug, Clone, Serialize)]

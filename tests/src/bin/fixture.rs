@@ -16,6 +16,12 @@
 //!   on connect4, prints `trapped`, and sleeps. Killing it aborts the FUSE
 //!   connection, which unblocks whoever waits; the mount is left for the
 //!   caller to detach (`umount -l DIR`).
+//! - `fixture remount-paused <PID> <PATH> <TIMEOUT_MS>`: `agent remount
+//!   --apply` through the library, paused between plan and apply so a test
+//!   can change the node in between: prints `planned <action>`, waits for a
+//!   line on stdin, applies, prints `done: <state>`; or `error: <why>` at
+//!   either step. Run it inside a sandbox's PID namespace to give PID in
+//!   that numbering.
 
 use std::io::Write;
 use std::path::Path;
@@ -67,8 +73,37 @@ fn fuse_trap(dir: &str) {
     }
 }
 
+fn remount_paused(pid: &str, path: &str, timeout_ms: &str) {
+    use agent::remount::Target;
+    let say = |line: String| {
+        println!("{line}");
+        std::io::stdout().flush().expect("flush");
+    };
+    let timeout = std::time::Duration::from_millis(timeout_ms.parse().expect("timeout in ms"));
+    let target = match Target::open(Path::new("/proc"), pid.parse().expect("pid")) {
+        Ok(t) => t.with_helper(integration_tests::agent_bin()).with_timeout(timeout),
+        Err(e) => return say(format!("error: {e}")),
+    };
+    let plan = match target.plan(Path::new(path)) {
+        Ok(p) => p,
+        Err(e) => return say(format!("error: {e}")),
+    };
+    say(format!("planned {}", plan.action.as_str()));
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).expect("stdin");
+    match target.apply(&plan) {
+        Ok(after) => say(format!("done: {after}")),
+        Err(e) => say(format!("error: {e}")),
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let [_, cmd, pid, path, timeout_ms] = args.as_slice()
+        && cmd == "remount-paused"
+    {
+        return remount_paused(pid, path, timeout_ms);
+    }
     if let [_, cmd, dir] = args.as_slice()
         && cmd == "fuse-trap"
     {
@@ -80,7 +115,10 @@ fn main() {
         return flood(seconds, rate);
     }
     let [_, cmd, dir] = args.as_slice() else {
-        eprintln!("usage: fixture socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR>");
+        eprintln!(
+            "usage: fixture socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR> \
+             | remount-paused <PID> <PATH> <TIMEOUT_MS>"
+        );
         std::process::exit(2);
     };
     assert_eq!(cmd, "socket-lb-agent", "unknown command {cmd}");
