@@ -138,8 +138,12 @@ fn values_that_would_silently_change_the_verdict_are_refused() {
         assert_flag_refused(&["run", "--interval", bad], "'--interval <DURATION>': must be at least 1s");
     }
     assert_flag_refused(&["run", "--interval", "soon"], "'--interval <DURATION>'");
+    // One that overflows a Duration's arithmetic once jittered.
+    assert_flag_refused(&["run", "--interval", "580000000000years"], "'--interval <DURATION>': must be at most 1day");
     // The CNI's mount point is a path in the node's mount namespace.
     assert_flag_refused(&["remount", "--path", "run/cilium/cgroupv2"], "'--path <PATH>': must be an absolute path");
+    assert_flag_refused(&["remount", "--path", "/run/cilium/../../etc"], "without . or .. components");
+    assert_flag_refused(&["remount", "--path", "/"], "'--path <PATH>': must be an absolute path below /");
     assert_eq!(before, host_state());
 }
 

@@ -114,6 +114,24 @@ fn not_ready_until_the_first_audit_completes() {
 }
 
 #[test]
+fn not_ready_once_full_passes_stop_completing() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("daemon-stale");
+    let root = t.mkdir("root");
+    let d = Daemon::start(&["--cgroup-root", root.to_str().unwrap(), "--interval", "1s", "--no-tracing"]);
+    assert!(ready(&d));
+    // Every pass fails from now on; /readyz must not keep vouching for the
+    // last report (stale after three intervals, at least 10 s).
+    std::fs::remove_dir(&root).unwrap();
+    let stale = wait_until(Duration::from_secs(20), || d.get("/readyz").0 == 503);
+    assert!(stale, "/readyz kept answering 200 with no pass completing:\n{}", d.logs());
+    assert!(d.get("/readyz").1.contains("the last completed audit is"), "{}", d.get("/readyz").1);
+    assert_eq!(d.get("/healthz").0, 200, "alive, only not ready");
+}
+
+#[test]
 fn sigterm_stops_cleanly_and_detaches_its_programs() {
     if !can_run(&[]) {
         return;
