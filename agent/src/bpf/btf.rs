@@ -90,17 +90,17 @@ pub struct Types<'a> {
     named: std::collections::HashMap<(u32, &'a [u8]), u32>,
 }
 
-const KIND_INT: u32 = 1;
-const KIND_PTR: u32 = 2;
-const KIND_ARRAY: u32 = 3;
-const KIND_STRUCT: u32 = 4;
-const KIND_UNION: u32 = 5;
-const KIND_ENUM: u32 = 6;
-const KIND_TYPEDEF: u32 = 8;
+pub(crate) const KIND_INT: u32 = 1;
+pub(crate) const KIND_PTR: u32 = 2;
+pub(crate) const KIND_ARRAY: u32 = 3;
+pub(crate) const KIND_STRUCT: u32 = 4;
+pub(crate) const KIND_UNION: u32 = 5;
+pub(crate) const KIND_ENUM: u32 = 6;
+pub(crate) const KIND_TYPEDEF: u32 = 8;
 const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
-const KIND_FUNC: u32 = 12;
+pub(crate) const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
@@ -343,8 +343,64 @@ impl<'a> Types<'a> {
     }
 }
 
+/// Test-only: BTF written by hand, for layouts no kernel here has.
+#[cfg(test)]
+pub(crate) mod raw {
+    pub(crate) use super::{KIND_ARRAY, KIND_ENUM, KIND_INT, KIND_PTR, KIND_STRUCT};
+
+    /// A raw BTF writer: aya-obj keeps most of its type builders private.
+    #[derive(Default)]
+    pub struct Raw {
+        types: Vec<u8>,
+        strings: Vec<u8>,
+        next: u32,
+    }
+
+    impl Raw {
+        pub fn new() -> Raw {
+            Raw { strings: vec![0], next: 1, ..Raw::default() }
+        }
+        pub fn s(&mut self, name: &str) -> u32 {
+            if name.is_empty() {
+                return 0;
+            }
+            let off = self.strings.len() as u32;
+            self.strings.extend_from_slice(name.as_bytes());
+            self.strings.push(0);
+            off
+        }
+        pub fn ty(&mut self, name: &str, kind: u32, vlen: u32, size_or_type: u32, tail: &[u32]) -> u32 {
+            let name = self.s(name);
+            for w in [name, kind << 24 | vlen, size_or_type].iter().chain(tail) {
+                self.types.extend_from_slice(&w.to_ne_bytes());
+            }
+            self.next += 1;
+            self.next - 1
+        }
+        pub fn compound(&mut self, name: &str, kind: u32, size: u32, members: &[(&str, u32, u32)]) -> u32 {
+            let mut tail = Vec::new();
+            for &(m, ty, bits) in members {
+                tail.extend([self.s(m), ty, bits]);
+            }
+            self.ty(name, kind, members.len() as u32, size, &tail)
+        }
+        pub fn bytes(&self) -> Vec<u8> {
+            let mut out = Vec::new();
+            let (tl, sl) = (self.types.len() as u32, self.strings.len() as u32);
+            for w in [0xeb9f_u32 | 1 << 16, 24, 0, tl, tl, sl] {
+                out.extend_from_slice(&w.to_ne_bytes());
+            }
+            out[0..4].copy_from_slice(&[0x9f, 0xeb, 1, 0]);
+            out.extend_from_slice(&self.types);
+            out.extend_from_slice(&self.strings);
+            out
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::raw::Raw;
     use super::*;
     use aya_obj::btf::{Btf, BtfEnum, BtfParam, BtfType, Enum, Func, FuncLinkage, FuncProto, Int, IntEncoding};
 
@@ -384,55 +440,6 @@ mod tests {
     fn garbage_is_not_btf() {
         assert_eq!(type_name(b"not btf at all, definitely not", 1), None);
         assert_eq!(type_name(&[], 1), None);
-    }
-
-    /// A raw BTF writer: aya-obj keeps most of its type builders private.
-    #[derive(Default)]
-    struct Raw {
-        types: Vec<u8>,
-        strings: Vec<u8>,
-        next: u32,
-    }
-
-    impl Raw {
-        fn new() -> Raw {
-            Raw { strings: vec![0], next: 1, ..Raw::default() }
-        }
-        fn s(&mut self, name: &str) -> u32 {
-            if name.is_empty() {
-                return 0;
-            }
-            let off = self.strings.len() as u32;
-            self.strings.extend_from_slice(name.as_bytes());
-            self.strings.push(0);
-            off
-        }
-        fn ty(&mut self, name: &str, kind: u32, vlen: u32, size_or_type: u32, tail: &[u32]) -> u32 {
-            let name = self.s(name);
-            for w in [name, kind << 24 | vlen, size_or_type].iter().chain(tail) {
-                self.types.extend_from_slice(&w.to_ne_bytes());
-            }
-            self.next += 1;
-            self.next - 1
-        }
-        fn compound(&mut self, name: &str, kind: u32, size: u32, members: &[(&str, u32, u32)]) -> u32 {
-            let mut tail = Vec::new();
-            for &(m, ty, bits) in members {
-                tail.extend([self.s(m), ty, bits]);
-            }
-            self.ty(name, kind, members.len() as u32, size, &tail)
-        }
-        fn bytes(&self) -> Vec<u8> {
-            let mut out = Vec::new();
-            let (tl, sl) = (self.types.len() as u32, self.strings.len() as u32);
-            for w in [0xeb9f_u32 | 1 << 16, 24, 0, tl, tl, sl] {
-                out.extend_from_slice(&w.to_ne_bytes());
-            }
-            out[0..4].copy_from_slice(&[0x9f, 0xeb, 1, 0]);
-            out.extend_from_slice(&self.types);
-            out.extend_from_slice(&self.strings);
-            out
-        }
     }
 
     /// A little kernel: `struct kernfs_node` with its parent pointer in an
