@@ -187,12 +187,16 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     }
 
     let cni_pins = host::cni_pins(&opts.proc, &mut errors);
-    // Full names only where the audit shows them: attached and pinned
-    // programs (the rules classify them by name).
-    let named: BTreeSet<u32> =
-        attachments.iter().map(|a| a.prog_id).chain(cni_pins.iter().map(|p| p.prog_id)).collect();
-    programs::resolve_full_names(&mut programs, named);
     let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
+    // Full names only where the audit shows them: attached, linked and
+    // pinned programs (the rules classify them by name).
+    let named: BTreeSet<u32> = attachments
+        .iter()
+        .map(|a| a.prog_id)
+        .chain(cgroup_links.iter().map(|l| l.prog_id))
+        .chain(cni_pins.iter().map(|p| p.prog_id))
+        .collect();
+    programs::resolve_full_names(&mut programs, named);
     let by_target: HashMap<(u64, u32, u32), u32> =
         cgroup_links.iter().map(|l| ((l.cgroup_id, l.attach_type, l.prog_id), l.link_id)).collect();
     for a in &mut attachments {
