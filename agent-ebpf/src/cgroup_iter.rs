@@ -159,7 +159,9 @@ fn effective_step(_i: u64, _ctx: *mut core::ffi::c_void) -> i64 {
 #[inline(always)]
 fn effective(l: &KernelLayout, cgroup: u64, atype: u32, hook: u32) -> Option<u32> {
     let array = read_u64(cgroup + l.cgroup_effective as u64 + 8 * atype as u64)?;
-    if array == 0 {
+    // No array, or the kernel's empty one (its first item is the NULL that
+    // ends it), as on most cgroups of most hooks.
+    if array == 0 || read_u64(array + l.array_items as u64)? == 0 {
         return Some(0);
     }
     let w = EFFECTIVE_WALK.get_ptr_mut(0)?;
@@ -298,21 +300,32 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     let hooks = HOOKS.get_ptr_mut(0)?;
     // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
     let hooks = unsafe { &mut *hooks };
-    let (heads, flag_words) = hooks.split_at_mut(MAX_ATYPES);
+    let (head_words, flag_words) = hooks.split_at_mut(MAX_ATYPES);
     // Exactly the two arrays, at the sizes the kernel's BTF gives them (the
     // agent refused to load if they exceed these buffers).
-    let heads = as_bytes(heads).get_mut(..l.progs_bytes as usize)?;
-    let flag_words = as_bytes(flag_words).get_mut(..l.flags_bytes as usize)?;
-    // SAFETY: the reads cover `bpf.progs` and `bpf.flags` of this `struct
-    // cgroup`, as sized by BTF, and land in our buffers.
-    unsafe {
-        bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, heads).ok()?;
-        bpf_probe_read_kernel_buf((cgroup + l.cgroup_flags as u64) as *const u8, flag_words).ok()?;
+    let heads = as_bytes(head_words).get_mut(..l.progs_bytes as usize)?;
+    // SAFETY: the read covers `bpf.progs` of this `struct cgroup`, as sized
+    // by BTF, and lands in our buffer.
+    unsafe { bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, heads).ok()? };
+    // Most cgroups hold no program at all: find the first hook that has
+    // one here, and skip the rest when there is none.
+    let mut first = 0;
+    while first < MAX_ATYPES {
+        if head_words.get(first).is_some_and(|&head| head != 0) {
+            break;
+        }
+        first += 1;
     }
+    if first >= MAX_ATYPES {
+        return Some(());
+    }
+    let flags = as_bytes(flag_words).get_mut(..l.flags_bytes as usize)?;
+    // SAFETY: as above, for `bpf.flags`.
+    unsafe { bpf_probe_read_kernel_buf((cgroup + l.cgroup_flags as u64) as *const u8, flags).ok()? };
     let walk = WALK.get_ptr_mut(0)?;
     // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
     let walk = unsafe { &mut *walk };
-    *walk = HookWalk { cgroup_id, node: 0, atype: 0, next_hook: 0, flags: 0, failed: 0 };
+    *walk = HookWalk { cgroup_id, node: 0, atype: 0, next_hook: first as u32, flags: 0, failed: 0 };
     // At most one step per hook and one per program on it.
     // SAFETY: `hook_step` is a static callback without context.
     unsafe {
