@@ -34,6 +34,12 @@ impl Program {
     pub fn new(id: u32, name: &str, prog_type: ProgType) -> Program {
         Program { id, name: name.to_owned(), prog_type, tag: String::new(), btf: None }
     }
+
+    /// Whether `name` may be the kernel's 15-byte truncation, not yet
+    /// resolved with `resolve_full_names`.
+    pub fn name_unresolved(&self) -> bool {
+        self.btf.is_some()
+    }
 }
 
 /// Reads one program's kernel info by id. `Ok(None)`: it was unloaded

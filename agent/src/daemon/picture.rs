@@ -36,7 +36,7 @@ pub enum Effect {
     /// Applied; `findings` says whether the findings may differ now.
     Applied { findings: bool },
     /// Read this cgroup's hooks again and hand them to `set_hook`; fetch
-    /// `programs` not yet known.
+    /// `programs` not yet known (or not by their full name).
     Reread { cgroup_id: u64, path: String, programs: Vec<u32> },
     /// A change the picture cannot place (a cgroup call whose target was not
     /// readable): only a full pass can tell what changed.
@@ -200,7 +200,10 @@ impl Picture {
 
     fn reread(&self, cgroup_id: u64, prog: &Option<u32>) -> Effect {
         let Some(path) = self.path(cgroup_id) else { return Effect::Nothing };
-        let programs = prog.iter().copied().filter(|id| !self.snap.programs.contains_key(id)).collect();
+        // Programs the picture does not know, or knows only by a name the
+        // full pass did not resolve (it was loaded, not yet attached).
+        let programs =
+            prog.iter().copied().filter(|id| self.snap.programs.get(id).is_none_or(|p| p.name_unresolved())).collect();
         Effect::Reread { cgroup_id, path, programs }
     }
 
