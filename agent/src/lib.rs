@@ -2,25 +2,26 @@
 //!
 //! The scan (`scan`) reads the kernel into a plain `Snapshot`; rules
 //! (`findings`), attribution and reporting are pure functions of it. All
-//! `unsafe` lives in `bpf::sys`. `cmd` holds one module per subcommand,
-//! `cli` the flags they take.
+//! `unsafe` lives in `bpf::sys` and `os`. `cmd` holds one module per
+//! subcommand, `cli` the flags they take. What is `pub` is what the binary
+//! and the integration tests use.
 
-pub mod attribution;
+pub(crate) mod attribution;
 pub mod bpf;
-pub mod cgroup;
+pub(crate) mod cgroup;
 pub mod cli;
 pub mod cmd;
-pub mod daemon;
-pub mod findings;
+pub(crate) mod daemon;
+pub(crate) mod findings;
 #[cfg(test)]
 mod fixtures;
-pub mod logging;
-pub mod metrics;
+pub(crate) mod logging;
+pub(crate) mod metrics;
 pub mod mounts;
-pub mod os;
+pub(crate) mod os;
 pub mod owner;
 pub mod remount;
-pub mod report;
-pub mod scan;
-pub mod snapshot;
-pub mod trace;
+pub(crate) mod report;
+pub(crate) mod scan;
+pub(crate) mod snapshot;
+pub(crate) mod trace;

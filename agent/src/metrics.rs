@@ -145,7 +145,7 @@ impl Metrics {
             ),
             events_lost: counter(
                 "bpf_events_lost_total",
-                "Kernel events dropped (ring buffer full, or a CPU over its event budget); each loss leads to a full pass.",
+                "Kernel events dropped (ring buffer full, a CPU over its event budget, or not readable whole); each loss leads to a full pass.",
             ),
             tracing_active: gauge(
                 "event_tracing_active",

@@ -283,7 +283,8 @@ pub fn spawn_reader(
                     }
                 }
             }
-            let now = tracer.lost() + dropped_here;
+            // An event the kernel could not read whole is as good as lost.
+            let now = tracer.lost() + tracer.read_failures() + dropped_here;
             if now != lost {
                 lost = now;
                 send(TraceMessage::Lost(now));

@@ -101,7 +101,6 @@ const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
 pub(crate) const KIND_FUNC: u32 = 12;
-const KIND_FUNC_PROTO: u32 = 13;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
 
@@ -195,31 +194,6 @@ impl<'a> Types<'a> {
     /// names a raw tracepoint's BTF target).
     pub fn typedef_id(&self, name: &str) -> Result<u32, BtfError> {
         self.find(KIND_TYPEDEF, name).ok_or_else(|| BtfError::Missing(format!("typedef {name}")))
-    }
-
-    /// The parameter names of function `name`, in order.
-    pub fn func_params(&self, name: &str) -> Result<Vec<String>, BtfError> {
-        let func = self.header(self.func_id(name)?).ok_or(BtfError::Malformed)?;
-        let proto = self.header(func.4).ok_or(BtfError::Malformed)?;
-        if proto.1 != KIND_FUNC_PROTO {
-            return Err(BtfError::Malformed);
-        }
-        (0..proto.2)
-            .map(|i| {
-                let name_off = u32_at(self.types, proto.5 + 8 * i).ok_or(BtfError::Malformed)?;
-                Ok(String::from_utf8_lossy(self.str_at(name_off)).into_owned())
-            })
-            .collect()
-    }
-
-    /// The position of parameter `param` of function `func`.
-    pub fn param_index(&self, func: &str, param: &str) -> Result<u32, BtfError> {
-        let params = self.func_params(func)?;
-        params
-            .iter()
-            .position(|p| p == param)
-            .map(|i| i as u32)
-            .ok_or_else(|| BtfError::Missing(format!("parameter {param} of {func}")))
     }
 
     fn find_struct(&self, name: &str) -> Result<u32, BtfError> {

@@ -1,16 +1,16 @@
 //! Everything the agent asks the kernel about BPF objects.
 
 pub mod attach_type;
-pub mod btf;
-pub mod bytes;
-pub mod command;
-pub mod iter;
+pub(crate) mod btf;
+pub(crate) mod bytes;
+pub(crate) mod command;
+pub(crate) mod iter;
 
-pub mod object;
-pub mod pins;
-pub mod prog_type;
-pub mod programs;
-pub mod query;
+pub(crate) mod object;
+pub(crate) mod pins;
+pub(crate) mod prog_type;
+pub(crate) mod programs;
+pub(crate) mod query;
 pub mod sys;
 
 pub use attach_type::{AttachFlags, AttachType};

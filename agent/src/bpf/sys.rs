@@ -192,12 +192,12 @@ pub fn prog_fd_by_id(id: u32) -> Result<OwnedFd> {
 }
 
 /// `BPF_LINK_GET_FD_BY_ID` (5.8).
-pub fn link_fd_by_id(id: u32) -> Result<OwnedFd> {
+pub(crate) fn link_fd_by_id(id: u32) -> Result<OwnedFd> {
     fd_by_id("BPF_LINK_GET_FD_BY_ID", bpf_cmd::BPF_LINK_GET_FD_BY_ID, id)
 }
 
 /// `BPF_BTF_GET_FD_BY_ID` (5.0).
-pub fn btf_fd_by_id(id: u32) -> Result<OwnedFd> {
+pub(crate) fn btf_fd_by_id(id: u32) -> Result<OwnedFd> {
     fd_by_id("BPF_BTF_GET_FD_BY_ID", bpf_cmd::BPF_BTF_GET_FD_BY_ID, id)
 }
 
@@ -246,7 +246,7 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
 
 /// The BTF type id of the program's entry function: the first `func_info`
 /// record (the kernel sorts them by instruction offset; the entry is at 0).
-pub fn prog_main_func_type_id(fd: BorrowedFd<'_>) -> Result<Option<u32>> {
+pub(crate) fn prog_main_func_type_id(fd: BorrowedFd<'_>) -> Result<Option<u32>> {
     let mut rec = [bpf_func_info { insn_off: 0, type_id: 0 }; 1];
     // SAFETY: plain data.
     let mut info: bpf_prog_info = unsafe { mem::zeroed() };
@@ -259,7 +259,7 @@ pub fn prog_main_func_type_id(fd: BorrowedFd<'_>) -> Result<Option<u32>> {
 }
 
 /// The raw BTF blob behind a BTF object fd (what `bpftool btf dump` reads).
-pub fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
+pub(crate) fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
     // NB: first call learns the size, second copies; a BTF object is immutable
     // once loaded, so the size cannot change between the two.
     // SAFETY: plain data.
@@ -278,7 +278,7 @@ pub fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
 }
 
 /// Whether a BTF object is the kernel's own (`vmlinux`, not a module's).
-pub fn btf_is_vmlinux(fd: BorrowedFd<'_>) -> Result<bool> {
+pub(crate) fn btf_is_vmlinux(fd: BorrowedFd<'_>) -> Result<bool> {
     let mut name = [0u8; 16];
     // SAFETY: plain data.
     let mut info: bpf_btf_info = unsafe { mem::zeroed() };
@@ -424,7 +424,7 @@ pub fn prog_load(p: &ProgLoad<'_>) -> std::result::Result<OwnedFd, LoadFailure> 
 
 /// `BPF_MAP_UPDATE_ELEM` of key 0 of an array map, with `value` (exactly
 /// the map's value size).
-pub fn array_map_set(map: BorrowedFd<'_>, value: &[u8]) -> Result<()> {
+pub(crate) fn array_map_set(map: BorrowedFd<'_>, value: &[u8]) -> Result<()> {
     let key = 0u32;
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_2.map_fd = map.as_raw_fd() as u32;
@@ -437,7 +437,7 @@ pub fn array_map_set(map: BorrowedFd<'_>, value: &[u8]) -> Result<()> {
 
 /// `BPF_MAP_FREEZE` (5.2): no more writes from userspace, so the verifier
 /// may treat the map's values as constants.
-pub fn map_freeze(map: BorrowedFd<'_>) -> Result<()> {
+pub(crate) fn map_freeze(map: BorrowedFd<'_>) -> Result<()> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_2.map_fd = map.as_raw_fd() as u32;
     // SAFETY: no pointers in this command.
@@ -446,6 +446,7 @@ pub fn map_freeze(map: BorrowedFd<'_>) -> Result<()> {
 
 /// `BPF_PROG_ATTACH` of a program to a cgroup (legacy attachment: it outlives
 /// the process and must be detached explicitly).
+#[cfg(any(test, feature = "test-support"))]
 pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32, flags: u32) -> Result<()> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
@@ -477,6 +478,7 @@ pub fn link_detach(link: BorrowedFd<'_>) -> Result<()> {
 
 /// `BPF_LINK_UPDATE` (5.7): the link runs `new_prog` from now on, as a CNI
 /// upgrading in place does.
+#[cfg(any(test, feature = "test-support"))]
 pub fn link_update(link: BorrowedFd<'_>, new_prog: BorrowedFd<'_>) -> Result<()> {
     let mut attr = zeroed_attr();
     attr.link_update.link_fd = link.as_raw_fd() as u32;
@@ -489,6 +491,7 @@ pub fn link_update(link: BorrowedFd<'_>, new_prog: BorrowedFd<'_>) -> Result<()>
 /// hostile process calls in a loop to make noise. It fails (EPERM, EINVAL
 /// or EBADF); tests use it to show that failing calls cost the daemon
 /// nothing.
+#[cfg(any(test, feature = "test-support"))]
 pub fn link_detach_raw_zeroed() {
     let mut attr = zeroed_attr();
     // SAFETY: no pointers in this command.
@@ -497,6 +500,7 @@ pub fn link_detach_raw_zeroed() {
 
 /// `BPF_LINK_CREATE` of a cgroup link (5.7). The link lives as long as its fd
 /// or a pin does.
+#[cfg(any(test, feature = "test-support"))]
 pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
@@ -507,6 +511,7 @@ pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_t
 }
 
 /// `BPF_OBJ_PIN` of a program, map or link fd at a bpffs path.
+#[cfg(any(test, feature = "test-support"))]
 pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
@@ -516,7 +521,7 @@ pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
 }
 
 /// `BPF_OBJ_GET` of a pinned object.
-pub fn obj_get(path: &CStr) -> Result<OwnedFd> {
+pub(crate) fn obj_get(path: &CStr) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
     // SAFETY: pathname is a NUL-terminated string that outlives the call; the command returns a new fd.
@@ -535,7 +540,7 @@ struct CgroupIterInfo {
 /// `BPF_LINK_CREATE` of an `iter/cgroup` program over `cgroup` and its
 /// descendants, pre-order (`BPF_CGROUP_ITER_DESCENDANTS_PRE`). aya 0.14's
 /// `Iter::attach` passes no iter_info, which a cgroup iterator rejects.
-pub fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> Result<OwnedFd> {
+pub(crate) fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> Result<OwnedFd> {
     let info = CgroupIterInfo {
         order: aya_obj::generated::bpf_cgroup_iter_order::BPF_CGROUP_ITER_DESCENDANTS_PRE as u32,
         cgroup_fd: cgroup.as_raw_fd() as u32,
@@ -553,7 +558,7 @@ pub fn cgroup_iter_link_create(prog: BorrowedFd<'_>, cgroup: BorrowedFd<'_>) -> 
 /// `BPF_RAW_TRACEPOINT_OPEN` of a BTF-typed tracing program (fentry,
 /// fexit, tp_btf: 5.5): attaches it to the target its `attach_btf_id`
 /// named at load. The attachment lives as long as the returned fd.
-pub fn tracing_attach(prog: BorrowedFd<'_>) -> Result<OwnedFd> {
+pub(crate) fn tracing_attach(prog: BorrowedFd<'_>) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.raw_tracepoint.prog_fd = prog.as_raw_fd() as u32;
     // SAFETY: no pointers in this command (name NULL: the BTF target); the
@@ -562,7 +567,7 @@ pub fn tracing_attach(prog: BorrowedFd<'_>) -> Result<OwnedFd> {
 }
 
 /// `BPF_ITER_CREATE`: a readable fd that runs the iterator link once.
-pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
+pub(crate) fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.iter_create.link_fd = link.as_raw_fd() as u32;
     // SAFETY: no pointers in this command; the command returns a new fd.
@@ -571,15 +576,15 @@ pub fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
 
 /// The kernel's own BTF, `/sys/kernel/btf/vmlinux`, mapped read-only
 /// (kernel 6.16+ lets it be mapped; before, reading it is the only way).
-pub struct KernelBtfMap {
+pub(crate) struct KernelBtfMap {
     ptr: std::ptr::NonNull<std::ffi::c_void>,
     len: std::num::NonZeroUsize,
 }
 
-pub const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(crate) const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// Maps the kernel's BTF: no copy, and only the pages read are touched.
-pub fn map_kernel_btf() -> io::Result<KernelBtfMap> {
+pub(crate) fn map_kernel_btf() -> io::Result<KernelBtfMap> {
     use nix::sys::mman::{MapFlags, ProtFlags, mmap};
     let file = std::fs::File::open(KERNEL_BTF)?;
     let len = std::num::NonZeroUsize::new(file.metadata()?.len() as usize)
@@ -607,7 +612,7 @@ impl Drop for KernelBtfMap {
 }
 
 /// The bytes of a plain-data value, as the kernel reads a global's value.
-pub fn pod_bytes<T: aya::Pod>(value: &T) -> &[u8] {
+pub(crate) fn pod_bytes<T: aya::Pod>(value: &T) -> &[u8] {
     // SAFETY: `Pod` types are plain data without padding (its implementers
     // promise it), so all size_of::<T>() bytes are initialised.
     unsafe { std::slice::from_raw_parts(value as *const T as *const u8, size_of::<T>()) }
@@ -617,7 +622,7 @@ pub fn pod_bytes<T: aya::Pod>(value: &T) -> &[u8] {
 /// loader parses all of vmlinux BTF (~30 MB of small allocations) and frees
 /// it at once; without this, glibc keeps those pages and the audit's peak RSS
 /// is that plus the walk. musl's allocator returns them by itself.
-pub fn release_free_heap() {
+pub(crate) fn release_free_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {

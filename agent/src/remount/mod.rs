@@ -14,7 +14,7 @@
 //!    Cilium's stale link pins (`programs.rs`).
 
 pub mod helper;
-pub mod mountpoint;
+pub(crate) mod mountpoint;
 pub mod plan;
 pub mod programs;
 
