@@ -20,17 +20,19 @@
 #![no_std]
 #![no_main]
 
+mod kernel;
 mod runtime;
 
 use agent_common::cgroup_events::*;
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns,
-    bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
+    bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
 };
 use aya_ebpf::macros::{btf_tracepoint, map};
 use aya_ebpf::maps::{HashMap, PerCpuArray, RingBuf};
 use aya_ebpf::programs::BtfTracePointContext;
 use aya_log_ebpf::warn;
+use kernel::{read_u32, read_u64};
 
 /// Set by the agent at load time from the kernel's BTF.
 #[unsafe(no_mangle)]
@@ -125,18 +127,6 @@ fn spend(now: u64) -> bool {
     }
     b.tokens -= 1;
     true
-}
-
-#[inline(always)]
-fn read_u64(addr: u64) -> Option<u64> {
-    // SAFETY: bpf_probe_read_kernel validates the address and fails cleanly.
-    unsafe { bpf_probe_read_kernel(addr as *const u64) }.ok()
-}
-
-#[inline(always)]
-fn read_u32(addr: u64) -> Option<u32> {
-    // SAFETY: as above.
-    unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
 }
 
 /// The `struct file *` behind fd `fd` of the current task.

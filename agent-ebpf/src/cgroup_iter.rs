@@ -17,12 +17,14 @@
 #![no_std]
 #![no_main]
 
+mod kernel;
 mod runtime;
 
 use agent_common::cgroup_iter::*;
-use aya_ebpf::helpers::{bpf_loop, bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes};
+use aya_ebpf::helpers::{bpf_loop, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes};
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{Array, PerCpuArray, RingBuf};
+use kernel::{read_u32, read_u64};
 
 /// Set by the agent at load time from the kernel's BTF.
 #[unsafe(no_mangle)]
@@ -83,18 +85,6 @@ fn bump(slot: u32) {
         // seq_file read), so nothing else writes the slot concurrently.
         unsafe { *p += 1 };
     }
-}
-
-#[inline(always)]
-fn read_u64(addr: u64) -> Option<u64> {
-    // SAFETY: bpf_probe_read_kernel validates the address and fails cleanly.
-    unsafe { bpf_probe_read_kernel(addr as *const u64) }.ok()
-}
-
-#[inline(always)]
-fn read_u32(addr: u64) -> Option<u32> {
-    // SAFETY: as above.
-    unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
 }
 
 /// `prog->aux->id`.
