@@ -132,8 +132,14 @@ impl<'a> Types<'a> {
         let (type_off, type_len, str_off, str_len) = (field(8)?, field(12)?, field(16)?, field(20)?);
         let types = data.get(hdr_len + type_off..hdr_len + type_off + type_len).ok_or_else(bad)?;
         let strings = data.get(hdr_len + str_off..hdr_len + str_off + str_len).ok_or_else(bad)?;
-        let wanted: std::collections::HashSet<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
-        let lengths: std::collections::HashSet<usize> = wanted.iter().map(|n| n.len()).collect();
+        // The first bytes of the wanted names: most types are passed over on
+        // one load, without finding the end of their name or hashing it.
+        let mut first = [false; 256];
+        for n in names {
+            if let Some(&b) = n.as_bytes().first() {
+                first[b as usize] = true;
+            }
+        }
         let mut named = std::collections::HashMap::new();
         let mut offsets = Vec::with_capacity(type_len / 24);
         let mut off = 0usize;
@@ -141,12 +147,16 @@ impl<'a> Types<'a> {
             offsets.push(off as u32);
             let info = u32_at(types, off + 4).ok_or_else(bad)?;
             let kind = (info >> 24) & 0x1f;
-            if !wanted.is_empty()
-                && matches!(kind, KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FUNC | KIND_TYPEDEF)
-            {
-                let name = str_in(strings, u32_at(types, off).ok_or_else(bad)?);
-                if lengths.contains(&name.len()) && wanted.contains(name) {
-                    named.entry((kind, name)).or_insert(offsets.len() as u32);
+            if matches!(kind, KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FUNC | KIND_TYPEDEF) {
+                let at = u32_at(types, off).ok_or_else(bad)? as usize;
+                if strings.get(at).is_some_and(|&b| first[b as usize]) {
+                    let found = names
+                        .iter()
+                        .map(|n| n.as_bytes())
+                        .find(|n| strings.get(at..at + n.len()) == Some(*n) && strings.get(at + n.len()) == Some(&0));
+                    if let Some(n) = found {
+                        named.entry((kind, &strings[at..at + n.len()])).or_insert(offsets.len() as u32);
+                    }
                 }
             }
             // A kind newer than this reader: the types before it are still
