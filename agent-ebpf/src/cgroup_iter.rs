@@ -297,16 +297,12 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     // SAFETY: the read covers `bpf.progs` of this `struct cgroup`, as sized
     // by BTF, and lands in our buffer.
     unsafe { bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, heads).ok()? };
-    // Most cgroups hold no program at all: find the first hook that has
-    // one here, and skip the rest when there is none.
-    let mut first = 0;
-    while first < MAX_ATYPES {
-        if head_words.get(first).is_some_and(|&head| head != 0) {
-            break;
-        }
-        first += 1;
-    }
-    if first >= MAX_ATYPES {
+    // Most cgroups hold no program at all: skip the rest when every head
+    // is empty. One OR over the heads, straight-line code the verifier
+    // checks once (a loop that stops at the first non-empty head it would
+    // check once per iteration).
+    let head_words: &[u64; MAX_ATYPES] = (&*head_words).try_into().ok()?;
+    if head_words.iter().fold(0, |any, &head| any | head) == 0 {
         return Some(());
     }
     let flags = as_bytes(flag_words).get_mut(..l.flags_bytes as usize)?;
@@ -315,7 +311,7 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     let walk = WALK.get_ptr_mut(0)?;
     // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
     let walk = unsafe { &mut *walk };
-    *walk = HookWalk { cgroup_id, node: 0, atype: 0, next_hook: first as u32, flags: 0, failed: 0 };
+    *walk = HookWalk { cgroup_id, node: 0, atype: 0, next_hook: 0, flags: 0, failed: 0 };
     // At most one step per hook and one per program on it.
     // SAFETY: `hook_step` is a static callback without context.
     unsafe {
