@@ -151,8 +151,25 @@ fn effective(l: &KernelLayout, cgroup: u64, atype: u32, hook: u32) -> Option<u32
     let array = read_u64(cgroup + l.cgroup_effective as u64 + 8 * atype as u64)?;
     // No array, or the kernel's empty one (its first item is the NULL that
     // ends it), as on most cgroups of most hooks.
-    if array == 0 || read_u64(array + l.array_items as u64)? == 0 {
+    if array == 0 {
         return Some(0);
+    }
+    let first = read_u64(array + l.array_items as u64)?;
+    if first == 0 {
+        return Some(0);
+    }
+    // One program, as a CNI attaches per hook at the root: read here, not
+    // through the loop.
+    if read_u64(array + l.array_items as u64 + l.item_size as u64)? == 0 {
+        let id = prog_id(l, first)?;
+        if id == 0 {
+            return Some(0); // the dummy a detached link leaves
+        }
+        let record = SCRATCH.get_ptr_mut(0)?;
+        // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
+        let record = unsafe { &mut *record };
+        *record.effective.get_mut(hook as usize & 1)?.get_mut(0)? = id;
+        return Some(1);
     }
     let w = EFFECTIVE_WALK.get_ptr_mut(0)?;
     // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
