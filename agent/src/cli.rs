@@ -95,6 +95,9 @@ pub enum Command {
     ///             last one is older than three intervals
     ///   /audit    the node as the daemon sees it now, in the JSON schema of
     ///             `agent audit` (loopback peers only, see --audit-endpoint)
+    ///   /events   the last 1,024 attach/detach and cgroup events: who, when,
+    ///             where in the tree, and what the daemon did with each
+    ///             (as /audit)
     ///
     /// SIGTERM or SIGINT stops it within a second, detaching its programs.
     #[command(verbatim_doc_comment)]
@@ -233,7 +236,7 @@ impl ValueEnum for WalkMethod {
     }
 }
 
-/// Who may read `/audit`.
+/// Who may read `/audit` and `/events`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuditEndpoint {
     /// Peers on loopback only (`kubectl port-forward`, `kubectl exec`).
@@ -277,8 +280,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_tracing: bool,
 
-    /// Who may read /audit, which names the node's cgroups, pods,
-    /// containers and processes.
+    /// Who may read /audit and /events, which name the node's cgroups,
+    /// pods, containers and processes.
     #[arg(long, value_enum, value_name = "WHO", default_value_t = AuditEndpoint::Loopback)]
     pub audit_endpoint: AuditEndpoint,
 

@@ -10,7 +10,7 @@ use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 pub use crate::owner::Policy;
 use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
-use crate::snapshot::{Attachment, Change, MountTop, ProcessRef, Snapshot};
+use crate::snapshot::{Attachment, Change, MountTop, ProcessRef, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -36,11 +36,36 @@ pub enum Kind {
     CgroupMountNotRoot,
     DefunctLink,
     CniAgentPrivateCgroupns,
+    DuplicateCniPrograms,
+    HookProgramCountHigh,
+    SocketLbConfiguredNotAttached,
+    CniLeftoverPrograms,
+    ForeignProgramOnCniHook,
+    CgroupV1NetControllerConflict,
 }
 
 impl Kind {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+
+    /// The severities findings of this kind can have (each is a metric
+    /// series, exported as 0 while absent).
+    pub fn severities(self) -> &'static [Severity] {
+        match self {
+            Kind::SocketLbBelowRoot
+            | Kind::SocketLbMissingAtRoot
+            | Kind::PodsWithoutSocketLb
+            | Kind::SocketLbConfiguredNotAttached
+            | Kind::CgroupV1NetControllerConflict => &[Severity::Critical],
+            Kind::CgroupMountNotRoot | Kind::DuplicateCniPrograms | Kind::HookProgramCountHigh => {
+                &[Severity::Critical, Severity::Warning]
+            }
+            Kind::DefunctLink
+            | Kind::CniAgentPrivateCgroupns
+            | Kind::CniLeftoverPrograms
+            | Kind::ForeignProgramOnCniHook => &[Severity::Warning],
+        }
     }
 
     /// What findings of this kind mean, for a group of them.
@@ -59,6 +84,24 @@ impl Kind {
             Kind::DefunctLink => "these bpf_links point at cgroups that no longer exist: their programs run nowhere.",
             Kind::CniAgentPrivateCgroupns => {
                 "these CNI agents run in a cgroup namespace other than PID 1's: a cgroup2 mount they make is rooted at their own cgroup."
+            }
+            Kind::DuplicateCniPrograms => {
+                "more than one copy of the same CNI program is attached to one cgroup and hook: every copy runs for every socket, and the older ones are usually leftovers of a restart or upgrade."
+            }
+            Kind::HookProgramCountHigh => {
+                "these hooks hold close to the kernel's limit of 64 programs per cgroup and hook; at the limit the next attach fails with E2BIG (\"argument list too long\")."
+            }
+            Kind::SocketLbConfiguredNotAttached => {
+                "the CNI's own configuration turns socket LB on and its agent runs, but none of its socket-LB programs is attached at the root cgroup."
+            }
+            Kind::CniLeftoverPrograms => {
+                "socket-LB programs of a CNI are attached although its agent does not run on this node or its configuration turns socket LB off."
+            }
+            Kind::ForeignProgramOnCniHook => {
+                "at the root cgroup, a program of another or unknown owner is attached to a hook the CNI uses for socket LB."
+            }
+            Kind::CgroupV1NetControllerConflict => {
+                "on kernels before 5.15, using the cgroup v1 net_cls or net_prio controller stops the kernel from matching sockets to their cgroup v2, so correctly attached cgroup-v2 socket programs may not take effect."
             }
         }
     }
@@ -92,6 +135,7 @@ pub struct Finding {
 
 impl Finding {
     fn new(kind: Kind, severity: Severity, message: String, remediation: String) -> Finding {
+        debug_assert!(kind.severities().contains(&severity), "{kind:?} is never {severity:?}: add it to severities()");
         Finding {
             kind,
             severity,
@@ -129,6 +173,8 @@ impl Finding {
 /// Who made an attachment, from a traced bpf() call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Actor {
+    /// The event that says so, as numbered in the daemon's `/events`.
+    pub event: u64,
     pub pid: u32,
     pub comm: String,
     pub command: BpfCommand,
@@ -151,6 +197,7 @@ fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
     let who = cgroup.as_deref().map(attribute).unwrap_or_default();
     Some(Actor {
+        event: e.seq,
         pid: e.pid,
         comm: e.comm.clone(),
         command: e.change.command()?,
@@ -390,7 +437,7 @@ fn defunct_links(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
 
 fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
     let Some(reference) = snap.reference_cgroupns else { return };
-    for p in snap.cni_processes.iter().filter(|p| p.cgroupns != reference) {
+    for p in snap.cni_processes.iter().filter(|p| p.privileged && p.cgroupns != reference) {
         let whose = if snap.reference_ns_is_pid1 { "PID 1's" } else { "the auditor's (PID 1's could not be read)" };
         let message = format!(
             "{comm} (pid {pid}) runs in cgroup namespace {ns}, not {whose} ({reference}): a cgroup2 mount it makes is rooted at its own cgroup. \
@@ -414,6 +461,341 @@ fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
     }
 }
 
+/// The kernel's limit of programs per cgroup and hook (BPF_CGROUP_MAX_PROGS).
+pub const MAX_HOOK_PROGRAMS: usize = 64;
+/// `hook_program_count_high` warns from three quarters of it.
+pub const HOOK_PROGRAMS_WARN: usize = MAX_HOOK_PROGRAMS * 3 / 4;
+
+fn place(cgroup: &str) -> String {
+    if cgroup == "/" { "the root cgroup".to_owned() } else { where_(&attribute(cgroup), cgroup) }
+}
+
+fn at_root(snap: &Snapshot, a: &Attachment) -> bool {
+    a.cgroup_id == snap.root.cgroup_id
+}
+
+fn unix_ms_text(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+/// The same CNI program attached more than once to one (cgroup, hook): the
+/// same full name (or, unnamed, the same tag) under different program ids.
+fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    let mut groups: BTreeMap<(u64, AttachType, Owner, String), Vec<&Attachment>> = BTreeMap::new();
+    for (a, owner) in owned(snap, policy).filter(|(_, o)| o.is_cni()) {
+        let Some(p) = snap.programs.get(&a.prog_id) else { continue };
+        let function = if p.name.is_empty() { format!("tag {}", p.tag) } else { p.name.clone() };
+        groups.entry((a.cgroup_id, a.attach_type, owner, function)).or_default().push(a);
+    }
+    for ((_, hook, owner, function), copies) in groups {
+        let mut copies: Vec<&Attachment> = copies;
+        copies.sort_by_key(|a| a.prog_id);
+        copies.dedup_by_key(|a| a.prog_id);
+        if copies.len() < 2 {
+            continue;
+        }
+        let loaded = |a: &Attachment| snap.programs.get(&a.prog_id).and_then(|p| p.loaded_unix_ms);
+        let pin = |a: &Attachment| {
+            snap.cni_pins.iter().find(|p| p.prog_id == a.prog_id || (a.link_id.is_some() && p.link_id == a.link_id))
+        };
+        // Stale: not referenced by the CNI's pins when some copy is;
+        // otherwise all but the newest.
+        let pinned: Vec<bool> = copies.iter().map(|a| pin(a).is_some()).collect();
+        let newest = copies.iter().max_by_key(|a| (loaded(a), a.prog_id)).map(|a| a.prog_id);
+        let stale: Vec<u32> = copies
+            .iter()
+            .zip(&pinned)
+            .filter(|(a, p)| if pinned.contains(&true) { !**p } else { Some(a.prog_id) != newest })
+            .map(|(a, _)| a.prog_id)
+            .collect();
+        let list: Vec<String> = copies
+            .iter()
+            .map(|a| {
+                let mut d = format!("prog {}", a.prog_id);
+                if let Some(ms) = loaded(a) {
+                    d.push_str(&format!(" loaded {}", unix_ms_text(ms)));
+                }
+                if let Some(l) = a.link_id {
+                    d.push_str(&format!(", link {l}"));
+                }
+                if let Some(p) = pin(a) {
+                    d.push_str(&format!(", pinned at {}", p.path.display()));
+                }
+                d
+            })
+            .collect();
+        let first = copies[0];
+        let root = at_root(snap, first);
+        let why_stale = if pinned.contains(&true) {
+            format!("not pinned by {}, which keeps only the current one", owner.as_str())
+        } else {
+            "older than the newest copy".to_owned()
+        };
+        let message = format!(
+            "{n} copies of {function} ({owner}) are attached to {hook} on {place}: {list}. Every copy runs for every socket; \
+             prog {stale} {look} stale ({why_stale}), as a CNI agent restart or upgrade that did not detach its previous programs leaves them.",
+            n = copies.len(),
+            owner = owner.as_str(),
+            place = place(&first.cgroup),
+            list = list.join("; "),
+            stale = stale.iter().map(u32::to_string).collect::<Vec<_>>().join(", prog "),
+            look = if stale.len() == 1 { "looks" } else { "look" },
+        );
+        let remediation = format!(
+            "Detach the stale copies (`bpftool cgroup detach <cgroup> {hook} id <prog>`, or for a link remove its pin), \
+             then restart the {owner} agent on this node and check that exactly one copy is attached; upgrade the CNI if it \
+             leaves copies on every restart.",
+            owner = owner.as_str()
+        );
+        let severity = if root && hook.is_socket_lb() { Severity::Critical } else { Severity::Warning };
+        let mut f = Finding::new(Kind::DuplicateCniPrograms, severity, message, remediation);
+        f = if root { Finding { cgroup: Some("/".into()), ..f } } else { f.at_cgroup(&first.cgroup, snap) };
+        let shown = copies.iter().find(|a| stale.contains(&a.prog_id)).copied().unwrap_or(first);
+        f.attach_type = Some(hook);
+        f.prog_id = Some(shown.prog_id);
+        f.prog_name = Some(function);
+        f.owner = Some(owner);
+        f.link_id = shown.link_id;
+        f.count = Some(copies.len() as u64);
+        out.push(f);
+    }
+}
+
+/// Programs per (cgroup, hook), for every owner: what a leaking runtime
+/// fills up to the kernel's limit.
+pub fn hook_counts(snap: &Snapshot) -> BTreeMap<(u64, AttachType), (usize, &str)> {
+    let mut counts: BTreeMap<(u64, AttachType), (usize, &str)> = BTreeMap::new();
+    for a in &snap.attachments {
+        counts.entry((a.cgroup_id, a.attach_type)).or_insert((0, a.cgroup.as_str())).0 += 1;
+    }
+    counts
+}
+
+fn crowded_hooks(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    for ((cgroup_id, hook), (n, cgroup)) in hook_counts(snap) {
+        if n < HOOK_PROGRAMS_WARN {
+            continue;
+        }
+        let mut owners: BTreeMap<Owner, usize> = BTreeMap::new();
+        for a in snap.attachments.iter().filter(|a| a.cgroup_id == cgroup_id && a.attach_type == hook) {
+            *owners.entry(owner_of(snap, a.prog_id, Some(hook), policy)).or_default() += 1;
+        }
+        let by: Vec<String> = owners.iter().map(|(o, k)| format!("{k} {}", o.as_str())).collect();
+        let full = n >= MAX_HOOK_PROGRAMS;
+        let message = format!(
+            "{n} programs are attached to {hook} on {place} ({by}). The kernel allows {MAX_HOOK_PROGRAMS} per cgroup and hook: {state}",
+            place = place(cgroup),
+            by = by.join(", "),
+            state = if full {
+                "the next BPF_PROG_ATTACH there fails with E2BIG (\"argument list too long\"), so a container start or agent restart that attaches there fails.".to_owned()
+            } else {
+                format!(
+                    "{} more and attaching there fails with E2BIG (\"argument list too long\").",
+                    MAX_HOOK_PROGRAMS - n
+                )
+            },
+        );
+        let remediation = format!(
+            "See which programs they are (`bpftool cgroup show <cgroup path>`): many copies of one program are a leak, \
+             such as a container runtime attaching a new device program on every update without detaching the old one. \
+             Detach the stale copies (`bpftool cgroup detach <cgroup path> {hook} id <prog>`) and upgrade what leaks them."
+        );
+        let severity = if full { Severity::Critical } else { Severity::Warning };
+        let mut f = Finding::new(Kind::HookProgramCountHigh, severity, message, remediation);
+        f = if cgroup_id == snap.root.cgroup_id {
+            Finding { cgroup: Some("/".into()), ..f }
+        } else {
+            f.at_cgroup(cgroup, snap)
+        };
+        f.attach_type = Some(hook);
+        f.count = Some(n as u64);
+        out.push(f);
+    }
+}
+
+/// The running, privileged agents of `cni`.
+fn agents(snap: &Snapshot, cni: Cni) -> impl Iterator<Item = &crate::snapshot::CniProcess> {
+    snap.cni_processes.iter().filter(move |p| p.cni == cni && p.privileged)
+}
+
+fn configured_not_attached(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    use strum::IntoEnumIterator;
+    for cni in Cni::iter() {
+        let Some(agent) = agents(snap, cni).find(|p| p.intent.socket_lb == SocketLb::On) else { continue };
+        let owner = cni.owner();
+        let attached = snap.attachments.iter().any(|a| {
+            at_root(snap, a)
+                && a.attach_type.is_socket_lb()
+                && owner_of(snap, a.prog_id, Some(a.attach_type), policy) == owner
+        });
+        if attached {
+            continue;
+        }
+        let message = format!(
+            "{cni}'s configuration turns socket LB on ({evidence}) and its agent runs ({comm}, pid {pid}), but no {cni} socket-LB \
+             program is attached to the root cgroup: pods' connections to ClusterIPs are not load-balanced by socket LB, \
+             while the agent may report socket LB as enabled.",
+            evidence = agent.intent.evidence,
+            comm = agent.comm,
+            pid = agent.pid,
+        );
+        let remediation = format!(
+            "Look for socket-LB attach errors in the agent's log and in its status (Cilium: `cilium-dbg status --verbose`, \
+             \"Socket LB\"); check the cgroup2 mount it attaches through (`agent audit`: cgroup_mount_not_root; \
+             `agent remount`), then restart the agent on this node: `{}`.",
+            cni.restart_command(&snap.node)
+        );
+        let mut f = Finding::new(Kind::SocketLbConfiguredNotAttached, Severity::Critical, message, remediation);
+        f.cgroup = Some("/".into());
+        f.owner = Some(owner);
+        f.processes = vec![ProcessRef { pid: agent.pid, comm: agent.comm.clone() }];
+        out.push(f);
+    }
+}
+
+fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    use strum::IntoEnumIterator;
+    for cni in Cni::iter() {
+        let owner = cni.owner();
+        let left: Vec<&Attachment> =
+            owned(snap, policy).filter(|(a, o)| *o == owner && a.attach_type.is_socket_lb()).map(|(a, _)| a).collect();
+        if left.is_empty() {
+            continue;
+        }
+        let running: Vec<_> = agents(snap, cni).collect();
+        let reason = if running.is_empty() {
+            format!("no {} process runs on this node", cni.agent_comm())
+        } else if let Some(off) = running.iter().find(|p| p.intent.socket_lb == SocketLb::Off) {
+            format!("its configuration turns socket LB off ({})", off.intent.evidence)
+        } else {
+            continue;
+        };
+        let cgroups: BTreeSet<&str> = left.iter().map(|a| a.cgroup.as_str()).collect();
+        let hooks: BTreeSet<&str> = left.iter().map(|a| a.attach_type.name()).collect();
+        let message = format!(
+            "{n} {cni} socket-LB programs are attached ({hooks}, on {m} cgroup{s}) but {reason}: nothing keeps them current, \
+             and they still rewrite connections to Service IPs by whatever maps they last had.",
+            n = left.len(),
+            hooks = hooks.into_iter().collect::<Vec<_>>().join(", "),
+            m = cgroups.len(),
+            s = if cgroups.len() == 1 { "" } else { "s" },
+        );
+        let remediation = format!(
+            "If {cni} was removed from this node or its socket LB turned off, detach them (`bpftool cgroup tree` lists them; \
+             `bpftool cgroup detach <cgroup> <hook> id <prog>`) and remove its pins under /sys/fs/bpf/{}; if its agent should \
+             be running, find out why it is not.",
+            cni.pin_dir()
+        );
+        let mut f = Finding::new(Kind::CniLeftoverPrograms, Severity::Warning, message, remediation);
+        if cgroups.len() == 1 {
+            let only = left[0];
+            f = if at_root(snap, only) {
+                Finding { cgroup: Some("/".into()), ..f }
+            } else {
+                f.at_cgroup(&only.cgroup, snap)
+            };
+        }
+        f.owner = Some(owner);
+        f.count = Some(left.len() as u64);
+        out.push(f);
+    }
+}
+
+fn foreign_on_cni_hooks(
+    snap: &Snapshot,
+    policy: &Policy,
+    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
+    out: &mut Vec<Finding>,
+) {
+    for (cni, types) in hooks {
+        for (a, owner) in owned(snap, policy) {
+            if !at_root(snap, a) || !types.contains(&a.attach_type) || owner == *cni || owner.is_benign() {
+                continue;
+            }
+            let name = prog_name(snap, a.prog_id);
+            let beside = snap.attachments.iter().any(|b| {
+                at_root(snap, b)
+                    && b.attach_type == a.attach_type
+                    && owner_of(snap, b.prog_id, Some(b.attach_type), policy) == *cni
+            });
+            let by = actor(snap, a);
+            let message = format!(
+                "{name} ({o}, prog {id}) is attached to {t} at the root cgroup {how} {cni}'s socket-LB program{who}. \
+                 It runs for every socket on the node too, in an order neither controls: it can rewrite or refuse connections \
+                 {cni} load-balances, and CNIs have stalled on finding a program they did not expect on their hook.",
+                o = owner.as_str(),
+                id = a.prog_id,
+                t = a.attach_type,
+                how = if beside { "beside" } else { "instead of" },
+                cni = cni.as_str(),
+                who = by.as_ref().map_or(String::new(), |b| format!(" (attached by {} pid {})", b.comm, b.pid)),
+            );
+            let remediation = format!(
+                "Find what loaded prog {id} (`bpftool prog show id {id}`); if it belongs on this node, allow it with \
+                 `--allow <name prefix>` and make sure it and {cni} agree on the hook; otherwise detach it \
+                 (`bpftool cgroup detach <root cgroup> {t} id {id}`).",
+                id = a.prog_id,
+                t = a.attach_type,
+                cni = cni.as_str(),
+            );
+            let mut f = Finding::new(Kind::ForeignProgramOnCniHook, Severity::Warning, message, remediation);
+            f.cgroup = Some("/".into());
+            f.attach_type = Some(a.attach_type);
+            f.prog_id = Some(a.prog_id);
+            f.prog_name = Some(name);
+            f.owner = Some(owner);
+            f.link_id = a.link_id;
+            f.attached_by = by;
+            out.push(f);
+        }
+    }
+}
+
+/// (major, minor) of a kernel release such as `5.10.0-21-amd64`.
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+fn v1_net_conflict(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+    let Some(version) = kernel_version(&snap.kernel) else { return };
+    if version >= (5, 15) || snap.v1_net_controllers.is_empty() {
+        return;
+    }
+    let at_root_lb: Vec<&Attachment> = owned(snap, policy)
+        .filter(|(a, o)| at_root(snap, a) && a.attach_type.is_socket_lb() && o.is_cni())
+        .map(|(a, _)| a)
+        .collect();
+    if at_root_lb.is_empty() {
+        return;
+    }
+    let v1: Vec<String> = snap
+        .v1_net_controllers
+        .iter()
+        .map(|v| match &v.mount_point {
+            Some(mp) => format!("{} mounted at {}", v.controller, mp.display()),
+            None => format!("{} bound to a v1 hierarchy", v.controller),
+        })
+        .collect();
+    let message = format!(
+        "This kernel ({kernel}) predates 5.15, and the cgroup v1 {v1}. Before 5.15 (commit 8520e224f547), once net_cls or \
+         net_prio is used the kernel stops matching sockets to their cgroup v2 (dmesg: \"cgroup: disabling cgroup2 socket \
+         matching due to net_prio or net_cls activation\"): the {n} socket-LB programs at the root may no longer run for \
+         those sockets, although they are attached correctly.",
+        kernel = snap.kernel,
+        v1 = v1.join(", "),
+        n = at_root_lb.len(),
+    );
+    let remediation = "Check `dmesg` for that line. Stop using net_cls/net_prio on this node (unmount the v1 hierarchy; \
+        with systemd boot with a unified cgroup hierarchy), or run a kernel of 5.15 or later, or one whose vendor backported \
+        commit 8520e224f547; then restart the CNI agent."
+        .to_owned();
+    let mut f = Finding::new(Kind::CgroupV1NetControllerConflict, Severity::Critical, message, remediation);
+    f.cgroup = Some("/".into());
+    f.count = Some(at_root_lb.len() as u64);
+    out.push(f);
+}
+
 /// Applies every rule.
 pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -423,6 +805,12 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     pods_without(snap, policy, &hooks, &mut out);
     mounts_not_root(snap, &mut out);
     defunct_links(snap, policy, &mut out);
+    duplicates(snap, policy, &mut out);
+    crowded_hooks(snap, policy, &mut out);
+    configured_not_attached(snap, policy, &mut out);
+    leftovers(snap, policy, &mut out);
+    foreign_on_cni_hooks(snap, policy, &hooks, &mut out);
+    v1_net_conflict(snap, policy, &mut out);
     // A CNI agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem.
     if out.iter().any(|f| f.severity == Severity::Critical) {
@@ -456,7 +844,7 @@ mod tests {
     use crate::bpf::ProgType;
     use crate::bpf::sys::CgroupLinkInfo;
     use crate::fixtures::*;
-    use crate::snapshot::{CgroupMount, CniPin, CniProcess, PodCgroup};
+    use crate::snapshot::{CgroupMount, CniPin, PodCgroup, V1NetController};
 
     fn kinds(f: &[Finding]) -> Vec<&'static str> {
         f.iter().map(|f| f.kind.as_str()).collect()
@@ -465,6 +853,7 @@ mod tests {
     #[test]
     fn socket_lb_at_the_root_is_clean() {
         let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
         cilium_connect(&mut s, "/", 1);
         s.pods.push(PodCgroup {
             cgroup: POD.into(),
@@ -572,6 +961,7 @@ mod tests {
     #[test]
     fn pods_without_effective_connect_are_counted() {
         let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
         cilium_connect(&mut s, "/", 1);
         for (i, eff) in [vec![10, 11], vec![], vec![99]].into_iter().enumerate() {
             s.pods.push(PodCgroup {
@@ -614,6 +1004,7 @@ mod tests {
     #[test]
     fn defunct_link_is_reported_only_for_cni_programs() {
         let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
         prog(&mut s, 50, "cil_sock4_connect", ProgType::CgroupSockAddr);
         prog(&mut s, 51, "sd_fw_ingress", ProgType::CgroupSkb);
         attach(&mut s, "/", 1, "connect4", 50);
@@ -629,20 +1020,13 @@ mod tests {
     #[test]
     fn cni_agent_in_private_cgroupns_is_named_only_as_a_cause() {
         let mut s = node();
-        let agent =
-            CniProcess { pid: 7, cni: Cni::Cilium, comm: "cilium-agent".into(), cgroupns: 200, cgroup: "/x".into() };
-        s.cni_processes.push(agent);
+        cilium_agent(&mut s, SocketLb::Unknown).cgroupns = 200;
         cilium_connect(&mut s, "/", 1);
         assert!(evaluate(&s, &Policy::default()).is_empty(), "normal when socket LB is at the root");
 
         let mut s = node();
-        s.cni_processes.push(CniProcess {
-            pid: 7,
-            cni: Cni::Cilium,
-            comm: "cilium-agent".into(),
-            cgroupns: 200,
-            cgroup: "/abs/path".into(),
-        });
+        let agent = cilium_agent(&mut s, SocketLb::Unknown);
+        (agent.cgroupns, agent.cgroup) = (200, "/abs/path".into());
         cilium_connect(&mut s, CTR, CTR_ID);
         s.processes.insert(CTR.into(), vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }]);
         let f = evaluate(&s, &Policy::default());
@@ -653,5 +1037,142 @@ mod tests {
         // Same namespace as PID 1: not a cause.
         s.cni_processes[0].cgroupns = 100;
         assert!(evaluate(&s, &Policy::default()).iter().all(|f| f.kind != Kind::CniAgentPrivateCgroupns));
+    }
+
+    #[test]
+    fn the_same_cni_program_twice_on_one_hook_names_the_unpinned_copy_stale() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        cilium_connect(&mut s, "/", 1);
+        for (id, loaded) in [(50, 1_000_000), (51, 2_000_000)] {
+            prog(&mut s, id, "cil_sock_release", ProgType::CgroupSock);
+            s.programs.get_mut(&id).unwrap().loaded_unix_ms = Some(loaded);
+            attach(&mut s, "/", 1, "sock_release", id);
+        }
+        s.attachments.last_mut().unwrap().link_id = Some(9);
+        // The CNI pinned the newer one's link; the older one is the orphan.
+        s.cni_pins.push(CniPin {
+            cni: Cni::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
+            prog_id: 51,
+            link_id: Some(9),
+        });
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["duplicate_cni_programs"]);
+        assert_eq!((f[0].prog_id, f[0].count, f[0].cgroup.as_deref()), (Some(50), Some(2), Some("/")));
+        let m = &f[0].message;
+        assert!(m.contains("prog 50 looks stale (not pinned by cilium"), "{m}");
+        assert!(m.contains("prog 51 loaded 1970-01-01T00:33:20Z, link 9, pinned at /sys/fs/bpf/cilium"), "{m}");
+        // Without pins, the older copy is the stale one.
+        s.cni_pins.clear();
+        let f = evaluate(&s, &Policy::default());
+        assert!(f[0].message.contains("prog 50 looks stale (older than the newest copy)"), "{}", f[0].message);
+        // Different programs on one hook are not copies.
+        s.programs.get_mut(&51).unwrap().name = "cil_sock_release2".into();
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn a_hook_near_the_kernels_limit_is_flagged_whoever_fills_it() {
+        let mut s = node();
+        for i in 0..MAX_HOOK_PROGRAMS as u32 {
+            prog(&mut s, 100 + i, "", ProgType::CgroupDevice);
+        }
+        for i in 0..(HOOK_PROGRAMS_WARN as u32 - 1) {
+            attach(&mut s, CTR, CTR_ID, "device", 100 + i);
+        }
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "47 is not yet worth a word");
+        attach(&mut s, CTR, CTR_ID, "device", 100 + HOOK_PROGRAMS_WARN as u32 - 1);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["hook_program_count_high"]);
+        assert_eq!((f[0].severity, f[0].count), (Severity::Warning, Some(48)));
+        assert!(f[0].message.contains("48 runtime"), "{}", f[0].message);
+        assert_eq!(f[0].container_id.as_deref().map(str::len), Some(64));
+        for i in HOOK_PROGRAMS_WARN as u32..MAX_HOOK_PROGRAMS as u32 {
+            attach(&mut s, CTR, CTR_ID, "device", 100 + i);
+        }
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(f[0].message.contains("fails with E2BIG"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn configured_socket_lb_with_nothing_at_the_root_is_critical() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["socket_lb_configured_not_attached"]);
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(f[0].message.contains("kube-proxy-replacement=true"), "{}", f[0].message);
+        assert_eq!(f[0].processes[0].pid, 7);
+        // Anyone can name a process cilium-agent: without privileges it is not the agent.
+        s.cni_processes[0].privileged = false;
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+        // Off, host namespace only, or unknown: nothing is expected at the root.
+        for lb in [SocketLb::Off, SocketLb::HostNamespaceOnly, SocketLb::Unknown] {
+            s.cni_processes[0] = {
+                let mut n = node();
+                cilium_agent(&mut n, lb).clone()
+            };
+            assert!(evaluate(&s, &Policy::default()).is_empty(), "{lb:?}");
+        }
+    }
+
+    #[test]
+    fn cni_programs_with_no_agent_or_socket_lb_off_are_leftovers() {
+        let mut s = node();
+        cilium_connect(&mut s, "/", 1);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["cni_leftover_programs"]);
+        assert_eq!((f[0].count, f[0].cgroup.as_deref()), (Some(2), Some("/")));
+        assert!(f[0].message.contains("no cilium-agent process runs on this node"), "{}", f[0].message);
+        cilium_agent(&mut s, SocketLb::Off);
+        let f = evaluate(&s, &Policy::default());
+        assert!(f[0].message.contains("its configuration turns socket LB off (kube-proxy"), "{}", f[0].message);
+        s.cni_processes[0].intent.socket_lb = SocketLb::On;
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn a_foreign_program_on_a_cni_hook_at_the_root_is_named() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        cilium_connect(&mut s, "/", 1);
+        prog(&mut s, 60, "mesh_redirect", ProgType::CgroupSockAddr);
+        attach(&mut s, "/", 1, "connect4", 60);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["foreign_program_on_cni_hook"]);
+        assert_eq!((f[0].prog_id, f[0].owner), (Some(60), Some(Owner::Unknown)));
+        assert!(f[0].message.contains("beside cilium's"), "{}", f[0].message);
+        // On a hook Cilium does not use, or allowed: not its business.
+        assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()], ..Policy::default() }).is_empty());
+        s.attachments.last_mut().unwrap().attach_type = at("bind4");
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn v1_net_controllers_void_root_programs_only_on_kernels_before_5_15() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        cilium_connect(&mut s, "/", 1);
+        s.v1_net_controllers.push(V1NetController {
+            controller: "net_cls".into(),
+            mount_point: Some("/sys/fs/cgroup/net_cls,net_prio".into()),
+        });
+        s.kernel = "5.10.0-21-amd64".into();
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["cgroup_v1_net_controller_conflict"]);
+        assert_eq!((f[0].severity, f[0].count), (Severity::Critical, Some(2)));
+        assert!(f[0].message.contains("net_cls mounted at /sys/fs/cgroup/net_cls,net_prio"), "{}", f[0].message);
+        for fixed in ["5.15.0", "6.1.0-13-cloud-amd64", "6.18"] {
+            s.kernel = fixed.into();
+            assert!(evaluate(&s, &Policy::default()).is_empty(), "{fixed}");
+        }
+        s.kernel = "4.19.0".into();
+        s.attachments.clear();
+        let f = evaluate(&s, &Policy::default());
+        assert!(f.iter().all(|f| f.kind != Kind::CgroupV1NetControllerConflict), "nothing at the root to void");
+        assert_eq!(kernel_version("5.4.0-150-generic"), Some((5, 4)));
+        assert_eq!(kernel_version("garbage"), None);
     }
 }

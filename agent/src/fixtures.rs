@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use crate::bpf::programs::Program;
 use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::{AuditRoot, RootKind};
-use crate::snapshot::{Attachment, Snapshot};
+use crate::owner::Cni;
+use crate::snapshot::{Attachment, CniProcess, Intent, Snapshot, SocketLb};
 
 pub const POD: &str =
     "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
@@ -35,6 +36,7 @@ pub fn node() -> Snapshot {
         mounts: Vec::new(),
         cni_processes: Vec::new(),
         cni_pins: Vec::new(),
+        v1_net_controllers: Vec::new(),
         reference_cgroupns: Some(100),
         reference_ns_is_pid1: true,
         processes: BTreeMap::new(),
@@ -66,4 +68,19 @@ pub fn cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
     prog(s, 11, "cil_sock6_connect", ProgType::CgroupSockAddr);
     attach(s, cgroup, cgroup_id, "connect4", 10);
     attach(s, cgroup, cgroup_id, "connect6", 11);
+}
+
+/// A running, privileged Cilium agent in PID 1's cgroup namespace whose
+/// configuration says `socket_lb`.
+pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut CniProcess {
+    s.cni_processes.push(CniProcess {
+        pid: 7,
+        cni: Cni::Cilium,
+        comm: "cilium-agent".into(),
+        cgroupns: 100,
+        cgroup: "/x".into(),
+        privileged: true,
+        intent: Intent { socket_lb, evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into() },
+    });
+    s.cni_processes.last_mut().unwrap()
 }

@@ -41,15 +41,10 @@ impl Trigger {
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
 
 /// The (kind, severity) pairs the rules can produce.
-const FINDING_SERIES: [(Kind, Severity); 7] = [
-    (Kind::SocketLbBelowRoot, Severity::Critical),
-    (Kind::SocketLbMissingAtRoot, Severity::Critical),
-    (Kind::PodsWithoutSocketLb, Severity::Critical),
-    (Kind::CgroupMountNotRoot, Severity::Critical),
-    (Kind::CgroupMountNotRoot, Severity::Warning),
-    (Kind::DefunctLink, Severity::Warning),
-    (Kind::CniAgentPrivateCgroupns, Severity::Warning),
-];
+/// Every (kind, severity) a finding can have.
+fn finding_series() -> impl Iterator<Item = (Kind, Severity)> {
+    Kind::iter().flat_map(|k| k.severities().iter().map(move |&s| (k, s)))
+}
 
 pub struct Metrics {
     pub registry: Registry,
@@ -69,6 +64,7 @@ pub struct Metrics {
     events_lost: IntCounter,
     tracing_active: IntGauge,
     remediations: IntCounterVec,
+    hook_programs_max: IntGaugeVec,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -101,6 +97,11 @@ impl Metrics {
                 "attachments",
                 "cgroup BPF attachments of the last audit, by hook, owner and whether at the root.",
                 &["attach_type", "owner", "location"],
+            ),
+            hook_programs_max: gauge_vec(
+                "hook_programs_max",
+                "The most programs attached to this hook on any one cgroup (the kernel allows 64 per cgroup and hook).",
+                &["attach_type"],
             ),
             pods_without_socket_lb: gauge(
                 "pods_without_socket_lb",
@@ -158,7 +159,7 @@ impl Metrics {
             ),
             registry: r,
         };
-        for (kind, severity) in FINDING_SERIES {
+        for (kind, severity) in finding_series() {
             m.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(0);
         }
         for t in Trigger::iter() {
@@ -242,11 +243,28 @@ impl Metrics {
         for a in &report.attachments {
             self.attachment(a.attach_type, a.owner, a.cgroup == "/", 1);
         }
+        let mut counts: std::collections::HashMap<(&str, AttachType), i64> = std::collections::HashMap::new();
+        for a in &report.attachments {
+            *counts.entry((a.cgroup.as_str(), a.attach_type)).or_default() += 1;
+        }
+        for t in AttachType::all() {
+            let max = counts.iter().filter(|((_, h), _)| *h == t).map(|(_, n)| *n).max().unwrap_or(0);
+            self.hook_programs_max.with_label_values(&[t.name()]).set(max);
+        }
+    }
+
+    /// The largest count published for `attach_type`.
+    pub fn hook_programs_max(&self, attach_type: AttachType) -> i64 {
+        self.hook_programs_max.with_label_values(&[attach_type.name()]).get()
+    }
+
+    pub fn set_hook_programs_max(&self, attach_type: AttachType, n: i64) {
+        self.hook_programs_max.with_label_values(&[attach_type.name()]).set(n);
     }
 
     /// Publishes the findings of the node as it is now.
     pub fn findings(&self, findings: &[Finding]) {
-        for (kind, severity) in FINDING_SERIES {
+        for (kind, severity) in finding_series() {
             let n = findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
             self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
         }

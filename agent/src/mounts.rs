@@ -32,6 +32,9 @@ pub struct Mount {
     pub root: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
+    /// The last field: the filesystem's own options (for cgroup v1, its
+    /// controllers: `rw,net_cls,net_prio`).
+    pub super_options: String,
 }
 
 /// A line the parser could not read (skipped; the others stand).
@@ -85,6 +88,10 @@ fn parse_line(line: &[u8]) -> Result<Mount, &'static str> {
         root: String::from_utf8_lossy(&unescape(fields[3])).into_owned(),
         mount_point: PathBuf::from(OsString::from_vec(unescape(fields[4]))),
         fs_type: String::from_utf8_lossy(&unescape(fields[sep + 1])).into_owned(),
+        super_options: fields
+            .get(sep + 3)
+            .map(|f| String::from_utf8_lossy(&unescape(f)).into_owned())
+            .unwrap_or_default(),
     })
 }
 

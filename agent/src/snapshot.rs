@@ -90,6 +90,51 @@ pub struct CniProcess {
     pub cgroupns: u64,
     /// Its cgroup as `/proc/<pid>/cgroup` shows it to the auditor.
     pub cgroup: String,
+    /// Holds CAP_SYS_ADMIN or CAP_BPF, as a real CNI agent must. A process
+    /// without either that is merely named like one (anyone can name a
+    /// process) is not taken for the CNI's agent, nor its configuration for
+    /// the CNI's.
+    pub privileged: bool,
+    /// Whether its configuration turns socket load balancing on.
+    pub intent: Intent,
+}
+
+/// What a CNI agent's own configuration says about socket LB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum SocketLb {
+    On,
+    /// Cilium's `bpf-lb-sock-hostns-only`: programs at the root, applied to
+    /// the host's network namespace only.
+    HostNamespaceOnly,
+    Off,
+    /// Not readable, or not said where the agent could be asked.
+    Unknown,
+}
+
+/// The socket-LB setting and the keys it was read from, as `key=value`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intent {
+    pub socket_lb: SocketLb,
+    /// e.g. `kube-proxy-replacement=true (in /tmp/cilium/config-map)`, or
+    /// why nothing could be read.
+    pub evidence: String,
+}
+
+impl Intent {
+    pub fn unknown(why: impl Into<String>) -> Intent {
+        Intent { socket_lb: SocketLb::Unknown, evidence: why.into() }
+    }
+}
+
+/// A cgroup v1 hierarchy with `net_cls` or `net_prio` on the node: mounted
+/// in PID 1's mount namespace, or bound according to `/proc/cgroups`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct V1NetController {
+    /// `net_cls` or `net_prio`.
+    pub controller: String,
+    pub mount_point: Option<PathBuf>,
 }
 
 /// A change to the cgroup tree or its programs, as the daemon's event
@@ -150,6 +195,8 @@ impl Change {
 /// One change and who made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
+    /// The daemon's number for it, in the order received (0 until then).
+    pub seq: u64,
     /// When, in milliseconds since the Unix epoch.
     pub time_unix_ms: u64,
     #[serde(flatten)]
@@ -209,6 +256,8 @@ pub struct Snapshot {
     pub cni_processes: Vec<CniProcess>,
     /// The CNIs' pins in PID 1's bpffs.
     pub cni_pins: Vec<CniPin>,
+    /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.
+    pub v1_net_controllers: Vec<V1NetController>,
     /// The cgroup namespace CNI agents are compared with: PID 1's, or the
     /// auditor's own when PID 1's cannot be read (then `reference_ns_is_pid1`
     /// is false).

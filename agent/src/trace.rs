@@ -222,6 +222,7 @@ fn decode(b: &[u8]) -> Option<Event> {
     let when = SystemTime::now().checked_sub(age).unwrap_or_else(SystemTime::now);
     let comm_len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
     Some(Event {
+        seq: 0,
         time_unix_ms: when.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
         change,
         pid: (pid_tgid >> 32) as u32,

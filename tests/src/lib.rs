@@ -9,6 +9,7 @@
 
 pub mod bpf;
 pub mod cgroup;
+pub mod cni;
 pub mod daemon;
 pub mod fuse;
 pub mod kubepods;
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use bpf::*;
 pub use cgroup::*;
+pub use cni::*;
 pub use daemon::*;
 pub use fuse::*;
 pub use kubepods::*;

@@ -29,6 +29,8 @@ fn socket_lb_at_the_root_only_is_clean_and_fully_listed() {
     }
     let t = TestCgroup::new("rootonly");
     t.mkdir(&ctr());
+    // Its agent runs, configured for socket LB: nothing is left over.
+    let _agent = CiliumAgent::new(&[("kube-proxy-replacement", "true")]);
     let progs = load_cilium_socket_lb();
     // Half legacy attachments with flags, half bpf_links, as Cilium mixes them.
     let (legacy, linked) = progs.split_at(5);

@@ -38,6 +38,7 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
     let t = TestCgroup::new("churn");
     // A healthy node: socket LB at the (test) root, a device program on a
     // stable container, so a misread would show up as a finding.
+    let _agent = CiliumAgent::new(&[("kube-proxy-replacement", "true")]);
     let progs = load_cilium_socket_lb();
     let _at_root: Vec<Attached> = progs.iter().map(|p| Attached::new(&t.path, p, ALLOW_MULTI)).collect();
     let stable = t.mkdir(&cgroupfs_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));

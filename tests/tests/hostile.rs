@@ -261,8 +261,13 @@ fn a_cni_link_pinned_in_the_nodes_bpffs_counts_for_missing_at_root() {
     let pin = sb.path("/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_connect");
     let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).unwrap();
     agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&link.fd), &c).unwrap();
-    drop(link);
     std::fs::remove_dir(&gone).unwrap();
+    // The kernel detaches the link when it releases the cgroup, later.
+    let defunct = wait_until(Duration::from_secs(10), || {
+        agent::bpf::sys::cgroup_link_info(std::os::fd::AsFd::as_fd(&link.fd)).unwrap().unwrap().cgroup_id == 0
+    });
+    assert!(defunct, "the kernel never released the cgroup");
+    drop(link);
 
     let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");

@@ -19,6 +19,7 @@ fn whole_node_audit_finds_the_real_root_and_agrees_with_bpftool() {
     // the guard never runs, so nothing can be left on the node's root.
     let connect = Prog::load("cil_sock4_connect", "connect4");
     let link = Link::new(&root, &connect);
+    let _agent = CiliumAgent::new(&[("kube-proxy-replacement", "true")]);
     let dev = Prog::load("", "device");
     let _dev = Attached::new(&ctr, &dev, ALLOW_MULTI);
 

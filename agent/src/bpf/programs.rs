@@ -27,12 +27,15 @@ pub struct Program {
     /// kernel's truncation: 15 bytes (BPF_OBJ_NAME_LEN - 1) with func info.
     #[serde(skip)]
     btf: Option<u32>,
+    /// When it was loaded, in milliseconds since the Unix epoch.
+    #[serde(skip)]
+    pub loaded_unix_ms: Option<u64>,
 }
 
 impl Program {
     /// A program known only by what rules look at (for fixtures and tests).
     pub fn new(id: u32, name: &str, prog_type: ProgType) -> Program {
-        Program { id, name: name.to_owned(), prog_type, tag: String::new(), btf: None }
+        Program { id, name: name.to_owned(), prog_type, tag: String::new(), btf: None, loaded_unix_ms: None }
     }
 
     /// Whether `name` may be the kernel's 15-byte truncation, not yet
@@ -58,7 +61,16 @@ pub fn program_by_id(id: u32) -> Result<Option<Program>, SyscallError> {
         prog_type: ProgType::from_kernel(info.prog_type),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         btf: truncatable.then_some(info.btf_id),
+        loaded_unix_ms: unix_ms_of_boot_ns(info.load_time_ns),
     }))
+}
+
+/// A CLOCK_BOOTTIME instant as wall-clock milliseconds since the epoch.
+fn unix_ms_of_boot_ns(boot_ns: u64) -> Option<u64> {
+    let now_boot = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).ok()?;
+    let now_boot_ns = now_boot.tv_sec() as u64 * 1_000_000_000 + now_boot.tv_nsec() as u64;
+    let now_unix_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    Some(now_unix_ms.saturating_sub(now_boot_ns.saturating_sub(boot_ns) / 1_000_000))
 }
 
 /// Replaces kernel-truncated names with the entry function's BTF name, for

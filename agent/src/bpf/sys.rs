@@ -225,6 +225,8 @@ pub struct ProgInfo {
     pub tag: [u8; 8],
     pub btf_id: u32,
     pub nr_func_info: u32,
+    /// When it was loaded, in nanoseconds since boot (CLOCK_BOOTTIME).
+    pub load_time_ns: u64,
 }
 
 pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
@@ -241,6 +243,7 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
         tag: info.tag,
         btf_id: info.btf_id,
         nr_func_info: info.nr_func_info,
+        load_time_ns: info.load_time,
     })
 }
 

@@ -103,6 +103,7 @@ pub async fn serve(
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/audit", get(latest_audit))
+        .route("/events", get(recent_events))
         .with_state(app);
     let slots = Arc::new(Slots::default());
     loop {
@@ -159,27 +160,56 @@ fn json(status: StatusCode, body: Bytes) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn latest_audit(State(app): State<App>, Extension(Peer(peer)): Extension<Peer>) -> Response {
-    let allowed = match app.audit {
+/// Whether `peer` may read `/audit` and `/events`, which name the node's
+/// cgroups, pods, containers and processes.
+fn may_read(app: &App, peer: std::net::SocketAddr) -> bool {
+    match app.audit {
         AuditEndpoint::Off => false,
         AuditEndpoint::Loopback => peer.ip().is_loopback(),
         AuditEndpoint::Any => true,
-    };
-    if !allowed {
-        return json(
-            StatusCode::FORBIDDEN,
-            Bytes::from_static(b"{\"error\": \"/audit is not served to this address (see --audit-endpoint)\"}\n"),
-        );
+    }
+}
+
+fn refused() -> Response {
+    json(
+        StatusCode::FORBIDDEN,
+        Bytes::from_static(
+            b"{\"error\": \"/audit and /events are not served to this address (see --audit-endpoint)\"}\n",
+        ),
+    )
+}
+
+fn busy() -> Response {
+    json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"the agent is busy\"}\n"))
+}
+
+async fn latest_audit(State(app): State<App>, Extension(Peer(peer)): Extension<Peer>) -> Response {
+    if !may_read(&app, peer) {
+        return refused();
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     if app.worker.try_send(Msg::Render(tx)).is_err() {
-        return json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"the agent is busy\"}\n"));
+        return busy();
     }
     match tokio::time::timeout(RENDER_WAIT, rx).await {
         Ok(Ok(Some(body))) => json(StatusCode::OK, body),
         Ok(Ok(None)) => {
             json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"no audit has completed yet\"}\n"))
         }
-        _ => json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"error\": \"the agent is busy\"}\n")),
+        _ => busy(),
+    }
+}
+
+async fn recent_events(State(app): State<App>, Extension(Peer(peer)): Extension<Peer>) -> Response {
+    if !may_read(&app, peer) {
+        return refused();
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if app.worker.try_send(Msg::Events(tx)).is_err() {
+        return busy();
+    }
+    match tokio::time::timeout(RENDER_WAIT, rx).await {
+        Ok(Ok(body)) => json(StatusCode::OK, body),
+        _ => busy(),
     }
 }

@@ -359,7 +359,13 @@ impl Picture {
             _ => {}
         }
         self.generation += 1;
-        let findings = removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || connect_changed;
+        // Any hook near the kernel's limit, before or after, is judged again
+        // (hook_program_count_high), whoever owns its programs.
+        let crowded = hooks.iter().any(|&t| {
+            let n = |v: &[Attachment]| v.iter().filter(|a| a.attach_type == t).count();
+            n(&removed).max(n(&added)) >= crate::findings::HOOK_PROGRAMS_WARN
+        });
+        let findings = removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || connect_changed || crowded;
         (removed, added, findings)
     }
 
@@ -393,7 +399,7 @@ mod tests {
     const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
 
     fn ev(change: Change) -> Event {
-        Event { time_unix_ms: 1, change, pid: 7, tid: 7, comm: "runc".into(), caller_cgroup_id: 1 }
+        Event { seq: 1, time_unix_ms: 1, change, pid: 7, tid: 7, comm: "runc".into(), caller_cgroup_id: 1 }
     }
 
     fn t(n: &str) -> AttachType {

@@ -54,7 +54,26 @@ pub enum Msg {
     Lost(u64),
     /// Render the latest report as JSON (`/audit`).
     Render(tokio::sync::oneshot::Sender<Option<Bytes>>),
+    /// Render the recent events as JSON (`/events`).
+    Events(tokio::sync::oneshot::Sender<Bytes>),
     Stop,
+}
+
+/// One event as `/events` shows it: what the kernel reported, where that
+/// was in the tree at that moment, and what the daemon did with it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Recorded {
+    #[serde(flatten)]
+    pub event: Event,
+    /// The target cgroup's path, relative to the audited root, when the
+    /// event arrived (null: outside the audited tree, or unknown).
+    pub cgroup: Option<String>,
+    /// The caller's cgroup, the same way.
+    pub caller_cgroup: Option<String>,
+    /// `applied` (the picture was updated from it), `reread` (the cgroup
+    /// was read again), `full_pass` (it could not be placed: a full pass
+    /// follows) or `nothing` (it changes nothing the daemon shows).
+    pub effect: &'static str,
 }
 
 /// What the worker and the HTTP side share.
@@ -98,7 +117,10 @@ pub struct Worker {
     picture: Option<Picture>,
     /// The audit root, open: single cgroups are re-read below it.
     root: Option<OwnedFd>,
-    history: VecDeque<Event>,
+    history: VecDeque<Recorded>,
+    /// The number the next event gets.
+    next_seq: u64,
+    events_rendered: Option<(u64, Bytes)>,
     findings: Vec<Finding>,
     verdict: Option<Verdict>,
     last_fallback: Option<String>,
@@ -107,7 +129,7 @@ pub struct Worker {
     next_sweep: Instant,
     /// A full pass asked for (and why), due at the instant given.
     asked: Option<(Instant, Trigger)>,
-    rendered: Option<(u64, usize, Bytes)>,
+    rendered: Option<(u64, u64, Bytes)>,
     remediated: HashMap<String, Instant>,
 }
 
@@ -119,6 +141,8 @@ impl Worker {
             picture: None,
             root: None,
             history: VecDeque::new(),
+            next_seq: 1,
+            events_rendered: None,
             findings: Vec::new(),
             verdict: None,
             last_fallback: None,
@@ -173,6 +197,9 @@ impl Worker {
                     Msg::Render(reply) => {
                         let _ = reply.send(self.render());
                     }
+                    Msg::Events(reply) => {
+                        let _ = reply.send(self.render_events());
+                    }
                 }
                 handled += 1;
                 if handled < BATCH {
@@ -193,33 +220,80 @@ impl Worker {
     }
 
     /// Applies one event; true when the findings may have changed.
-    fn on_event(&mut self, e: Event) -> bool {
+    fn on_event(&mut self, mut e: Event) -> bool {
         tracing::debug!(event = ?e.change, pid = e.pid, comm = %e.comm, "kernel event");
         if let Some(cmd) = e.change.command() {
             self.shared.metrics.attach_event(cmd, e.change.attach_type());
         }
+        e.seq = self.next_seq;
+        self.next_seq += 1;
+        let path = |p: &Option<Picture>, id: Option<u64>| p.as_ref().and_then(|p| p.path(id?));
+        let mut recorded = Recorded {
+            cgroup: path(&self.picture, e.change.cgroup_id()),
+            caller_cgroup: path(&self.picture, Some(e.caller_cgroup_id)),
+            event: e,
+            effect: "nothing",
+        };
+        let (effect, judge) = self.apply(&recorded.event);
+        recorded.effect = effect;
+        if recorded.cgroup.is_none() {
+            // A cgroup just made has its path only now.
+            recorded.cgroup = path(&self.picture, recorded.event.change.cgroup_id());
+        }
         if self.history.len() == EVENTS_KEPT {
             self.history.pop_front();
         }
-        self.history.push_back(e.clone());
-        let Some(picture) = self.picture.as_mut() else { return false };
-        match picture.apply(&e) {
-            Effect::Nothing => false,
+        self.history.push_back(recorded);
+        judge
+    }
+
+    fn apply(&mut self, e: &Event) -> (&'static str, bool) {
+        let Some(picture) = self.picture.as_mut() else { return ("nothing", false) };
+        match picture.apply(e) {
+            Effect::Nothing => ("nothing", false),
             Effect::Applied { findings } => {
                 self.shared.metrics.incremental_update();
-                findings
+                ("applied", findings)
             }
             Effect::Unplaced => {
                 self.ask_full_pass(Trigger::Unplaced);
-                false
+                ("full_pass", false)
             }
             Effect::Reread { cgroup_id, path, programs } => {
                 if !programs.is_empty() {
                     self.learn_programs(&programs);
                 }
-                self.reread(cgroup_id, &path)
+                ("reread", self.reread(cgroup_id, &path))
             }
         }
+    }
+
+    fn events(history: &VecDeque<Recorded>) -> Vec<Event> {
+        history.iter().map(|r| r.event.clone()).collect()
+    }
+
+    /// The recent events as JSON, rendered again only when one arrived.
+    fn render_events(&mut self) -> Bytes {
+        let last = self.next_seq;
+        if let Some((seq, bytes)) = &self.events_rendered
+            && *seq == last
+        {
+            return bytes.clone();
+        }
+        #[derive(serde::Serialize)]
+        struct Page<'a> {
+            /// Events kept: the most recent, at most `capacity`.
+            capacity: usize,
+            /// Events received since start (older ones are dropped).
+            received: u64,
+            events: Vec<&'a Recorded>,
+        }
+        let page = Page { capacity: EVENTS_KEPT, received: last - 1, events: self.history.iter().collect() };
+        let mut out = serde_json::to_vec_pretty(&page).unwrap_or_default();
+        out.push(b'\n');
+        let bytes = Bytes::from(out);
+        self.events_rendered = Some((last, bytes.clone()));
+        bytes
     }
 
     /// Programs an event named that the picture does not know yet.
@@ -262,6 +336,23 @@ impl Worker {
                     let owner = findings::owner_of(snap, a.prog_id, Some(a.attach_type), &self.config.policy);
                     self.shared.metrics.attachment(a.attach_type, owner, at_root, delta);
                 }
+                // The largest count per hook: raised at once; counted again
+                // over the picture only when the cgroup that held it shrank.
+                for &t in &hooks {
+                    let n = |v: &[crate::snapshot::Attachment]| v.iter().filter(|a| a.attach_type == t).count() as i64;
+                    let (old, new, max) = (n(&removed), n(&added), self.shared.metrics.hook_programs_max(t));
+                    if new > max {
+                        self.shared.metrics.set_hook_programs_max(t, new);
+                    } else if old == max && new < old {
+                        let most = findings::hook_counts(snap)
+                            .into_iter()
+                            .filter(|((_, h), _)| *h == t)
+                            .map(|(_, (n, _))| n as i64)
+                            .max()
+                            .unwrap_or(0);
+                        self.shared.metrics.set_hook_programs_max(t, most);
+                    }
+                }
                 self.shared.metrics.incremental_update();
                 findings
             }
@@ -297,7 +388,7 @@ impl Worker {
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
         let Some(picture) = self.picture.as_mut() else { return };
-        picture.set_events(self.history.iter().cloned().collect());
+        picture.set_events(Self::events(&self.history));
         self.findings = findings::evaluate(picture.snapshot(), &self.config.policy);
         self.shared.metrics.findings(&self.findings);
         let status = if !self.findings.is_empty() {
@@ -326,7 +417,7 @@ impl Worker {
         self.last_full = Some(started);
         let mut opts = self.config.scan.clone();
         opts.keep_tree = true;
-        opts.name_cgroups = self.history.iter().map(|e| e.caller_cgroup_id).collect();
+        opts.name_cgroups = self.history.iter().map(|r| r.event.caller_cgroup_id).collect();
         let result = scan::scan(&opts);
         let seconds = started.elapsed().as_secs_f64();
         let snap = match result {
@@ -348,7 +439,7 @@ impl Worker {
         self.root =
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
         let mut picture = Picture::new(snap);
-        picture.set_events(self.history.iter().cloned().collect());
+        picture.set_events(Self::events(&self.history));
         let report = Report::new(picture.snapshot(), &self.config.policy);
         self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
         let summary = report.summary();
@@ -377,13 +468,13 @@ impl Worker {
     /// picture changed since.
     fn render(&mut self) -> Option<Bytes> {
         let picture = self.picture.as_mut()?;
-        let key = (picture.generation(), self.history.len());
+        let key = (picture.generation(), self.next_seq);
         if let Some((g, n, bytes)) = &self.rendered
             && (*g, *n) == key
         {
             return Some(bytes.clone());
         }
-        picture.set_events(self.history.iter().cloned().collect());
+        picture.set_events(Self::events(&self.history));
         let mut out = Vec::new();
         Report::new(picture.snapshot(), &self.config.policy).write_json(&mut out).ok()?;
         let bytes = Bytes::from(out);

@@ -11,15 +11,23 @@ use std::path::Path;
 use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
-use super::AuditError;
+use super::{AuditError, intent};
 use crate::bpf::pins;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::owner::Cni;
-use crate::snapshot::{CgroupMount, CniPin, CniProcess, MountTop, ProcessRef, ScanError};
+use crate::snapshot::{CgroupMount, CniPin, CniProcess, Intent, MountTop, ProcessRef, ScanError, V1NetController};
 use strum::IntoEnumIterator;
 
 const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+
+/// The effective capabilities of the process whose procfs directory is `dir`.
+fn capeff(dir: &Path) -> Option<u64> {
+    let status = fs::read_to_string(dir.join("status")).ok()?;
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
 
 pub fn check_capabilities() -> Result<(), AuditError> {
     let capeff = procfs::process::Process::myself().and_then(|p| p.status()).map(|s| s.capeff).unwrap_or(u64::MAX);
@@ -95,7 +103,16 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
         let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else {
             continue;
         };
-        out.push(CniProcess { pid: pid.parse().unwrap_or(0), cni, comm: comm.to_owned(), cgroupns: ns, cgroup });
+        let pid: u32 = pid.parse().unwrap_or(0);
+        let privileged = capeff(&entry.path()).is_some_and(|c| c & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) != 0);
+        let intent = if privileged {
+            intent::read(proc, pid, cni)
+        } else {
+            Intent::unknown(format!(
+                "pid {pid} is named {comm} but holds neither CAP_SYS_ADMIN nor CAP_BPF: not taken for {cni}'s agent"
+            ))
+        };
+        out.push(CniProcess { pid, cni, comm: comm.to_owned(), cgroupns: ns, cgroup, privileged, intent });
     }
     out.sort_by_key(|p| p.pid);
     out
@@ -177,4 +194,70 @@ pub fn pid1_cgroup_mounts(proc: &Path, audit_root: &AuditRoot, errors: &mut Vec<
             CgroupMount { mount_point: m.mount_point, mountinfo_root: m.root, top }
         })
         .collect()
+}
+
+/// cgroup v1 hierarchies with `net_cls` or `net_prio`: mounted in PID 1's
+/// mount namespace (`<proc>/1/mountinfo`), or bound to a hierarchy
+/// according to `<proc>/cgroups` (mounted somewhere, perhaps elsewhere).
+pub fn v1_net_controllers(proc: &Path) -> Vec<V1NetController> {
+    const NET: [&str; 2] = ["net_cls", "net_prio"];
+    let mut out = Vec::new();
+    if let Ok(mi) = root::read_mountinfo(&proc.join("1/mountinfo")) {
+        for m in mi.mounts.iter().filter(|m| m.fs_type == "cgroup") {
+            for c in NET.iter().filter(|c| m.super_options.split(',').any(|o| o == **c)) {
+                out.push(V1NetController { controller: (*c).to_owned(), mount_point: Some(m.mount_point.clone()) });
+            }
+        }
+    }
+    if let Ok(text) = fs::read_to_string(proc.join("cgroups")) {
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if let [name, hierarchy, ..] = f[..]
+                && NET.contains(&name)
+                && hierarchy != "0"
+                && !out.iter().any(|v| v.controller == name)
+            {
+                out.push(V1NetController { controller: name.to_owned(), mount_point: None });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_net_controllers_are_found_mounted_or_bound() {
+        let proc = tempfile::tempdir().unwrap();
+        fs::create_dir(proc.path().join("1")).unwrap();
+        fs::write(
+            proc.path().join("1/mountinfo"),
+            "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+             41 31 0:38 / /sys/fs/cgroup/net_cls,net_prio rw,relatime - cgroup cgroup rw,net_cls,net_prio\n\
+             42 31 0:39 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n",
+        )
+        .unwrap();
+        fs::write(
+            proc.path().join("cgroups"),
+            "#subsys_name\thierarchy\tnum_cgroups\tenabled\nnet_cls\t9\t1\t1\nnet_prio\t9\t1\t1\n",
+        )
+        .unwrap();
+        let found = v1_net_controllers(proc.path());
+        let mp = Some(std::path::PathBuf::from("/sys/fs/cgroup/net_cls,net_prio"));
+        assert_eq!(
+            found,
+            [
+                V1NetController { controller: "net_cls".into(), mount_point: mp.clone() },
+                V1NetController { controller: "net_prio".into(), mount_point: mp },
+            ]
+        );
+        // Bound to a hierarchy mounted elsewhere (another namespace).
+        fs::write(proc.path().join("1/mountinfo"), "").unwrap();
+        assert_eq!(v1_net_controllers(proc.path()).len(), 2);
+        // Neither: what this machine has (hierarchy 0).
+        fs::write(proc.path().join("cgroups"), "net_cls\t0\t4\t1\nnet_prio\t0\t4\t1\n").unwrap();
+        assert!(v1_net_controllers(proc.path()).is_empty());
+    }
 }

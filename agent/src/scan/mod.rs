@@ -6,6 +6,7 @@
 //! names, links, mount tops).
 
 pub mod host;
+pub mod intent;
 pub mod visit;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -222,6 +223,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         mounts,
         cni_processes,
         cni_pins,
+        v1_net_controllers: host::v1_net_controllers(&opts.proc),
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),
         processes: processes_by_cgroup,

@@ -1,0 +1,76 @@
+//! Stand-in CNI agents: a process named as the real one is, with the
+//! configuration a real one would have, that the audit finds in procfs.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use crate::which;
+
+/// A `cilium-agent` (a copy of `sleep` under that name) in a mount namespace
+/// of its own, whose `/tmp/cilium/config-map` holds `config` the way a
+/// ConfigMap volume does: each key a link into `..data`, itself a link to a
+/// timestamped directory. Killed on drop.
+pub struct CiliumAgent {
+    child: Child,
+    _bin: tempfile::TempDir,
+    pub pid: u32,
+}
+
+impl CiliumAgent {
+    /// Runs as root, with root's capabilities, as a real agent does.
+    pub fn new(config: &[(&str, &str)]) -> CiliumAgent {
+        Self::start(config, "", "")
+    }
+
+    /// Runs as nobody with no capabilities: anyone can name a process so.
+    pub fn unprivileged(config: &[(&str, &str)]) -> CiliumAgent {
+        Self::start(
+            config,
+            "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all",
+            "",
+        )
+    }
+
+    /// Also puts `extra` (shell) in the config dir before starting.
+    pub fn with_extra(config: &[(&str, &str)], extra: &str) -> CiliumAgent {
+        Self::start(config, "", extra)
+    }
+
+    fn start(config: &[(&str, &str)], wrapper: &str, extra: &str) -> CiliumAgent {
+        // Not below /tmp, which the agent's mount namespace covers.
+        let bin = tempfile::Builder::new().prefix("cgaudit-agent-").tempdir_in("/var/tmp").expect("tempdir");
+        let fake = bin.path().join("cilium-agent");
+        std::fs::copy(which("sleep").expect("sleep"), &fake).expect("copy sleep");
+        let mut script = String::from(
+            "set -e\nmount -t tmpfs cgaudit-cfg /tmp\nd=/tmp/cilium/config-map\nmkdir -p $d/..2026_11_23_00_00_00.1\n\
+             ln -s ..2026_11_23_00_00_00.1 $d/..data\n",
+        );
+        for (k, v) in config {
+            script.push_str(&format!("printf '%s\\n' '{v}' > $d/..data/{k}\nln -s ..data/{k} $d/{k}\n"));
+        }
+        script.push_str(extra);
+        script.push_str(&format!("\necho ready\nexec {wrapper} {} infinity\n", fake.display()));
+        let mut child = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn unshare");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read");
+        assert_eq!(line.trim(), "ready", "the stand-in agent did not start");
+        let pid = child.id();
+        let named = crate::wait_until(std::time::Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "cilium-agent")
+        });
+        assert!(named, "the stand-in agent never became cilium-agent");
+        CiliumAgent { child, _bin: bin, pid }
+    }
+}
+
+impl Drop for CiliumAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
