@@ -62,21 +62,28 @@ fn remove_tree(path: &Path) {
             remove_tree(&e.path());
         }
     }
-    for _ in 0..100 {
+    // A child removed a moment ago goes offline asynchronously (an RCU grace
+    // period, then a workqueue); until then its parent's rmdir is EBUSY. On a
+    // loaded two-core machine after heavy churn that has taken over 2 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut last = None;
+    while std::time::Instant::now() < deadline {
         match fs::remove_dir(path) {
             Ok(()) => return,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(_) => {
+            Err(e) => {
                 if let Ok(procs) = fs::read_to_string(path.join("cgroup.procs")) {
                     for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
                     }
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                last = Some(e);
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
     }
-    eprintln!("WARNING: could not remove test cgroup {}", path.display());
+    // `cargo xtask test` fails the run on any cgroup left behind.
+    eprintln!("WARNING: could not remove test cgroup {}: {last:?}", path.display());
 }
 
 impl Drop for TestCgroup {

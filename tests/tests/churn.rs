@@ -47,26 +47,31 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
 
     let stop = Arc::new(AtomicBool::new(false));
     let churn_root = t.mkdir("/kubepods/burstable");
-    let churner = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                // A pod with containers appears and disappears.
-                let pod = churn_root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
-                let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
-                for d in &dirs {
-                    let _ = std::fs::create_dir_all(d);
+    // Stopped and joined however this function ends (a failed assertion
+    // included), before `t` removes the tree it would otherwise refill.
+    let mut churner = Churner(
+        stop.clone(),
+        Some({
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // A pod with containers appears and disappears.
+                    let pod = churn_root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
+                    let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
+                    for d in &dirs {
+                        let _ = std::fs::create_dir_all(d);
+                    }
+                    for d in &dirs {
+                        let _ = std::fs::remove_dir(d);
+                    }
+                    let _ = std::fs::remove_dir(&pod);
+                    n += 1;
                 }
-                for d in &dirs {
-                    let _ = std::fs::remove_dir(d);
-                }
-                let _ = std::fs::remove_dir(&pod);
-                n += 1;
-            }
-            n
-        })
-    };
+                n
+            })
+        }),
+    );
 
     let mut vanished = 0;
     let mut audits = 0;
@@ -81,6 +86,24 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
         vanished += report["cgroups_vanished"].as_u64().unwrap();
         audits += 1;
     }
-    stop.store(true, Ordering::Relaxed);
-    (audits, churner.join().unwrap(), vanished)
+    (audits, churner.finish(), vanished)
+}
+
+struct Churner(Arc<AtomicBool>, Option<std::thread::JoinHandle<u64>>);
+
+impl Churner {
+    /// Stops the thread; the number of cycles it ran.
+    fn finish(&mut self) -> u64 {
+        self.0.store(true, Ordering::Relaxed);
+        self.1.take().map_or(0, |h| h.join().unwrap())
+    }
+}
+
+impl Drop for Churner {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
 }

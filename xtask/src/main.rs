@@ -391,6 +391,35 @@ fn bench(flags: &[&str]) -> Result<()> {
     run(&mut cmd)
 }
 
+/// What the integration tests may leave on the host by mistake: their
+/// cgroups (`cgaudit-test-*` under every cgroup2 mount) and programs on the
+/// real root cgroup, as `bpftool cgroup show` lists them.
+fn host_traces() -> Result<Vec<String>> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("read /proc/self/mountinfo")?;
+    let mut traces = Vec::new();
+    for line in mountinfo.lines() {
+        let (fields, tail) = line.split_once(" - ").unwrap_or((line, ""));
+        if !tail.starts_with("cgroup2 ") {
+            continue;
+        }
+        let Some(mount_point) = fields.split(' ').nth(4) else { continue };
+        let Ok(entries) = std::fs::read_dir(mount_point) else { continue };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with("cgaudit-test-") {
+                traces.push(format!("cgroup {}", e.path().display()));
+            }
+        }
+        // The hierarchy's root is the mount whose top is inode 1.
+        if std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(mount_point)?) == 1 && on_path("bpftool") {
+            let shown = output(Command::new("bpftool").args(["cgroup", "show", mount_point]))?;
+            traces.extend(shown.lines().skip(1).map(|l| format!("root program {}", l.trim())));
+        }
+    }
+    traces.sort();
+    traces.dedup();
+    Ok(traces)
+}
+
 fn test(args: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the integration suite creates cgroups and loads BPF programs: run `cargo xtask test` as root");
@@ -398,6 +427,7 @@ fn test(args: &[String]) -> Result<()> {
     setup()?;
     python_tools()?;
     ebpf_toolchain()?;
+    let before = host_traces()?;
     let mut tally = Tally::default();
     let result = (|| {
         // The lints carry project rules (every unsafe block documented).
@@ -437,6 +467,11 @@ fn test(args: &[String]) -> Result<()> {
     result?;
     if tally.passed == 0 {
         bail!("no test ran");
+    }
+    // Every test cleans up behind itself, even on panic; check that it did.
+    let left: Vec<String> = host_traces()?.into_iter().filter(|t| !before.contains(t)).collect();
+    if !left.is_empty() {
+        bail!("the tests left this behind on the host:\n  {}", left.join("\n  "));
     }
     Ok(())
 }
