@@ -10,7 +10,7 @@ use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 pub use crate::owner::Policy;
 use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
-use crate::snapshot::{Attachment, Change, MountTop, ProcessRef, Snapshot, SocketLb};
+use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, ProcessRef, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -119,6 +119,11 @@ pub struct Finding {
     pub link_id: Option<u32>,
     pub pod_uid: Option<String>,
     pub container_id: Option<String>,
+    /// The pod's namespace and name and the container's name, as the node's
+    /// runtime or kubelet logs give them (`null`: not found on the node).
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
     pub runtime: Option<&'static str>,
     pub qos: Option<&'static str>,
     pub processes: Vec<ProcessRef>,
@@ -131,6 +136,10 @@ pub struct Finding {
     pub attached_by: Option<Actor>,
     pub message: String,
     pub remediation: String,
+    /// UIDs of the pods a finding covers (pods_without_socket_lb), for
+    /// naming them.
+    #[serde(skip)]
+    pub pods: Vec<String>,
 }
 
 impl Finding {
@@ -147,6 +156,9 @@ impl Finding {
             link_id: None,
             pod_uid: None,
             container_id: None,
+            pod_namespace: None,
+            pod_name: None,
+            container_name: None,
             runtime: None,
             qos: None,
             processes: Vec::new(),
@@ -155,15 +167,23 @@ impl Finding {
             attached_by: None,
             message,
             remediation,
+            pods: Vec::new(),
         }
     }
 
     fn at_cgroup(mut self, cgroup: &str, snap: &Snapshot) -> Finding {
         let Attribution { pod_uid, container_id, runtime, qos, .. } = attribute(cgroup);
         self.cgroup = Some(cgroup.to_owned());
+        let named = pod_uid.as_deref().and_then(|uid| snap.names.pod(uid, container_id.as_deref()));
+        self.pod_namespace = named.map(|p| p.namespace.clone());
+        self.pod_name = named.map(|p| p.name.clone());
+        self.container_name = container_id.as_deref().and_then(|c| snap.names.container(c)).map(str::to_owned);
+        // The cgroupfs driver's path names no runtime; the runtime that
+        // named the container does.
+        let source = container_id.as_deref().and_then(|c| snap.names.containers.get(c)?.as_ref()).map(|c| c.source);
+        self.runtime = runtime.or(source.filter(|s| *s != "kubelet logs"));
         self.pod_uid = pod_uid;
         self.container_id = container_id;
-        self.runtime = runtime;
         self.qos = qos;
         self.processes = snap.processes.get(cgroup).cloned().unwrap_or_default();
         self
@@ -184,6 +204,9 @@ pub struct Actor {
     pub cgroup: Option<String>,
     pub pod_uid: Option<String>,
     pub container_id: Option<String>,
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
 }
 
 /// The latest attach call that made this attachment: the same cgroup, hook
@@ -196,7 +219,11 @@ fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     })?;
     let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
     let who = cgroup.as_deref().map(attribute).unwrap_or_default();
+    let named = who.pod_uid.as_deref().and_then(|uid| snap.names.pod(uid, who.container_id.as_deref()));
     Some(Actor {
+        pod_namespace: named.map(|p| p.namespace.clone()),
+        pod_name: named.map(|p| p.name.clone()),
+        container_name: who.container_id.as_deref().and_then(|c| snap.names.container(c)).map(str::to_owned),
         event: e.seq,
         pid: e.pid,
         comm: e.comm.clone(),
@@ -228,10 +255,22 @@ Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed
 (`agent remount --apply --detach-misattached --unpin-stale-links`), \
 keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
 
-fn where_(a: &Attribution, cgroup: &str) -> String {
+/// A pod by name when the node says it, else by UID.
+fn pod_named(snap: &Snapshot, uid: &str, container_id: Option<&str>) -> String {
+    match snap.names.pod(uid, container_id) {
+        Some(p) => format!("{}/{}", p.namespace, p.name),
+        None => uid.to_owned(),
+    }
+}
+
+fn where_(snap: &Snapshot, a: &Attribution, cgroup: &str) -> String {
+    let short = |c: &str| c[..c.len().min(12)].to_owned();
     match (&a.pod_uid, &a.container_id) {
-        (Some(p), Some(c)) => format!("container {} of pod {p}", &c[..c.len().min(12)]),
-        (Some(p), None) => format!("pod {p}"),
+        (Some(p), Some(c)) => {
+            let container = snap.names.container(c).map_or_else(|| short(c), |n| format!("{n} ({})", short(c)));
+            format!("container {container} of pod {}", pod_named(snap, p, Some(c)))
+        }
+        (Some(p), None) => format!("pod {}", pod_named(snap, p, None)),
         _ => format!("cgroup {cgroup}"),
     }
 }
@@ -247,7 +286,7 @@ fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
         }
         let name = prog_name(snap, a.prog_id);
         let attribution = attribute(&a.cgroup);
-        let place = where_(&attribution, &a.cgroup);
+        let place = where_(snap, &attribution, &a.cgroup);
         let mut message = format!(
             "{name} ({owner}, prog {id}) is attached to {t} on {place}, not on the root cgroup. Only sockets of processes in that cgroup \
              run it; every other pod on this node bypasses {owner} socket load balancing, so connections to Service IPs from them are not translated.",
@@ -358,6 +397,7 @@ fn pods_without(
             .filter(|p| !p.effective_connect.iter().any(|&id| owner_of(snap, id, None, policy) == *owner))
             .map(|p| p.pod_uid.as_str())
             .collect();
+        let named: Vec<String> = lacking.iter().map(|uid| pod_named(snap, uid, None)).collect();
         if lacking.is_empty() {
             continue;
         }
@@ -367,11 +407,12 @@ fn pods_without(
             n = lacking.len(),
             total = snap.pods.len(),
             o = owner.as_str(),
-            list = lacking.join(", "),
+            list = named.join(", "),
         );
         let mut f = Finding::new(Kind::PodsWithoutSocketLb, Severity::Critical, message, REMOUNT_FIX.to_owned());
         f.owner = Some(*owner);
         f.count = Some(lacking.len() as u64);
+        f.pods = lacking.iter().map(|&u| u.to_owned()).collect();
         out.push(f);
     }
 }
@@ -466,8 +507,8 @@ pub const MAX_HOOK_PROGRAMS: usize = 64;
 /// `hook_program_count_high` warns from three quarters of it.
 pub const HOOK_PROGRAMS_WARN: usize = MAX_HOOK_PROGRAMS * 3 / 4;
 
-fn place(cgroup: &str) -> String {
-    if cgroup == "/" { "the root cgroup".to_owned() } else { where_(&attribute(cgroup), cgroup) }
+fn place(snap: &Snapshot, cgroup: &str) -> String {
+    if cgroup == "/" { "the root cgroup".to_owned() } else { where_(snap, &attribute(cgroup), cgroup) }
 }
 
 fn at_root(snap: &Snapshot, a: &Attachment) -> bool {
@@ -536,7 +577,7 @@ fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
              prog {stale} {look} stale ({why_stale}), as a CNI agent restart or upgrade that did not detach its previous programs leaves them.",
             n = copies.len(),
             owner = owner.as_str(),
-            place = place(&first.cgroup),
+            place = place(snap, &first.cgroup),
             list = list.join("; "),
             stale = stale.iter().map(u32::to_string).collect::<Vec<_>>().join(", prog "),
             look = if stale.len() == 1 { "looks" } else { "look" },
@@ -584,7 +625,7 @@ fn crowded_hooks(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
         let full = n >= MAX_HOOK_PROGRAMS;
         let message = format!(
             "{n} programs are attached to {hook} on {place} ({by}). The kernel allows {MAX_HOOK_PROGRAMS} per cgroup and hook: {state}",
-            place = place(cgroup),
+            place = place(snap, cgroup),
             by = by.join(", "),
             state = if full {
                 "the next BPF_PROG_ATTACH there fails with E2BIG (\"argument list too long\"), so a container start or agent restart that attaches there fails.".to_owned()
@@ -796,6 +837,26 @@ fn v1_net_conflict(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
     out.push(f);
 }
 
+/// The pods and containers `found` names, for `scan::names` to look up.
+pub fn names_wanted(found: &[Finding]) -> NamesWanted {
+    let mut wanted = NamesWanted::default();
+    let mut add = |cgroup: Option<&str>| {
+        let a = attribute(cgroup.unwrap_or_default());
+        if let Some(id) = a.container_id {
+            wanted.containers.insert(id, (a.pod_uid.clone(), a.runtime));
+        }
+        if let Some(uid) = a.pod_uid {
+            wanted.pods.insert(uid);
+        }
+    };
+    for f in found {
+        add(f.cgroup.as_deref());
+        add(f.attached_by.as_ref().and_then(|a| a.cgroup.as_deref()));
+    }
+    wanted.pods.extend(found.iter().flat_map(|f| f.pods.iter().cloned()));
+    wanted
+}
+
 /// Applies every rule.
 pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -883,6 +944,49 @@ mod tests {
         }
         // ...and the root lacks both hooks.
         assert_eq!(f.iter().filter(|f| f.kind == Kind::SocketLbMissingAtRoot).count(), 2);
+    }
+
+    #[test]
+    fn findings_name_pods_and_containers_the_node_named() {
+        use crate::snapshot::{ContainerName, PodName};
+        let uid = "f8371831-8021-4722-af27-93c925d25a14";
+        let cid = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
+        let mut s = node();
+        cilium_connect(&mut s, CTR, CTR_ID);
+        s.pods.push(PodCgroup { cgroup: POD.into(), cgroup_id: 44, pod_uid: uid.into(), effective_connect: vec![] });
+        let other = "0a0a0a0a-0000-4000-8000-000000000000";
+        s.pods.push(PodCgroup {
+            cgroup: "/kubepods/pod".into(),
+            cgroup_id: 45,
+            pod_uid: other.into(),
+            effective_connect: vec![],
+        });
+
+        // What to look up: the container and pod of the findings, and the
+        // pods without socket LB.
+        let wanted = names_wanted(&evaluate(&s, &Policy::default()));
+        assert_eq!(wanted.containers.get(cid), Some(&(Some(uid.to_owned()), Some("containerd"))));
+        assert!(wanted.pods.contains(uid) && wanted.pods.contains(other), "{wanted:?}");
+
+        let pod = PodName { namespace: "kube-system".into(), name: "cilium-x7k2p".into() };
+        s.names.containers.insert(
+            cid.into(),
+            Some(ContainerName { pod: pod.clone(), container: Some("cilium-agent".into()), source: "containerd" }),
+        );
+        s.names.pods.insert(uid.into(), pod);
+        s.names.pods.insert(other.into(), PodName { namespace: "shop".into(), name: "web-0".into() });
+        let f = evaluate(&s, &Policy::default());
+        let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).unwrap();
+        assert_eq!(below.pod_namespace.as_deref(), Some("kube-system"));
+        assert_eq!(below.pod_name.as_deref(), Some("cilium-x7k2p"));
+        assert_eq!(below.container_name.as_deref(), Some("cilium-agent"));
+        assert!(
+            below.message.contains("on container cilium-agent (fbbef81081fd) of pod kube-system/cilium-x7k2p"),
+            "{}",
+            below.message
+        );
+        let without = f.iter().find(|f| f.kind == Kind::PodsWithoutSocketLb).unwrap();
+        assert!(without.message.ends_with("Pods: kube-system/cilium-x7k2p, shop/web-0"), "{}", without.message);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn node() -> Snapshot {
         cni_processes: Vec::new(),
         cni_pins: Vec::new(),
         v1_net_controllers: Vec::new(),
+        names: Default::default(),
         reference_cgroupns: Some(100),
         reference_ns_is_pid1: true,
         processes: BTreeMap::new(),

@@ -91,7 +91,20 @@ impl Metrics {
             misattached: gauge_vec(
                 "socket_lb_misattached",
                 "1 per socket-LB program attached below the root cgroup (one series per finding of the last audit).",
-                &["cgroup", "attach_type", "owner", "pod_uid", "container_id", "prog_name", "attached_by"],
+                // `namespace`, `pod`, `container`: kube-state-metrics' names, so
+                // the series joins with kube_pod_info and the like.
+                &[
+                    "cgroup",
+                    "attach_type",
+                    "owner",
+                    "namespace",
+                    "pod",
+                    "container",
+                    "pod_uid",
+                    "container_id",
+                    "prog_name",
+                    "attached_by",
+                ],
             ),
             attachments: gauge_vec(
                 "attachments",
@@ -276,6 +289,9 @@ impl Metrics {
                     f.cgroup.as_deref().unwrap_or(""),
                     f.attach_type.map_or("", AttachType::name),
                     f.owner.map_or("unknown", Owner::as_str),
+                    f.pod_namespace.as_deref().unwrap_or(""),
+                    f.pod_name.as_deref().unwrap_or(""),
+                    f.container_name.as_deref().unwrap_or(""),
                     f.pod_uid.as_deref().unwrap_or(""),
                     f.container_id.as_deref().unwrap_or(""),
                     f.prog_name.as_deref().unwrap_or(""),

@@ -211,8 +211,10 @@ impl Report {
             let _ = writeln!(s, "\nFINDINGS");
             // Findings of one kind on one cgroup share their explanation: show
             // it once, with the programs it covers listed.
+            // One cause has one fix: printed under its first finding only.
+            let mut fixes = Vec::new();
             for group in self.findings.chunk_by(|a, b| a.kind == b.kind && a.cgroup == b.cgroup && a.owner == b.owner) {
-                write_finding_group(&mut s, group);
+                write_finding_group(&mut s, group, &mut fixes);
             }
         }
         if !self.errors.is_empty() {
@@ -272,7 +274,7 @@ fn item(f: &Finding) -> String {
     item
 }
 
-fn write_finding_group(s: &mut String, group: &[Finding]) {
+fn write_finding_group<'a>(s: &mut String, group: &'a [Finding], fixes: &mut Vec<&'a str>) {
     let f = &group[0];
     let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
     if group.len() == 1 {
@@ -289,14 +291,27 @@ fn write_finding_group(s: &mut String, group: &[Finding]) {
         let _ = writeln!(s, "    what:  {}", items.join(", "));
     }
     let mut who = Vec::new();
-    if let Some(p) = &f.pod_uid {
-        who.push(format!("pod {p}"));
+    match (&f.pod_uid, &f.pod_namespace, &f.pod_name) {
+        (Some(uid), Some(ns), Some(name)) => who.push(format!("pod {ns}/{name} (uid {uid})")),
+        (Some(uid), _, _) => who.push(format!("pod {uid}")),
+        _ => {}
     }
-    if let Some(c) = &f.container_id {
-        who.push(format!("container {c}"));
-    }
-    if let Some(r) = f.runtime {
-        who.push(format!("runtime {r}"));
+    match (&f.container_id, &f.container_name) {
+        (Some(id), Some(name)) => {
+            let runtime = f.runtime.map(|r| format!("{r} ")).unwrap_or_default();
+            who.push(format!("container {name} ({runtime}{}…)", &id[..id.len().min(12)]));
+        }
+        (Some(id), None) => {
+            who.push(format!("container {id}"));
+            if let Some(r) = f.runtime {
+                who.push(format!("runtime {r}"));
+            }
+        }
+        (None, _) => {
+            if let Some(r) = f.runtime {
+                who.push(format!("runtime {r}"));
+            }
+        }
     }
     if let Some(q) = f.qos {
         who.push(format!("qos {q}"));
@@ -310,7 +325,12 @@ fn write_finding_group(s: &mut String, group: &[Finding]) {
     }
     let why = if group.len() == 1 { f.message.as_str() } else { f.kind.explanation() };
     let _ = writeln!(s, "    why:   {why}");
-    let _ = writeln!(s, "    fix:   {}", f.remediation);
+    if fixes.contains(&f.remediation.as_str()) {
+        let _ = writeln!(s, "    fix:   the same as above.");
+    } else {
+        let _ = writeln!(s, "    fix:   {}", f.remediation);
+        fixes.push(&f.remediation);
+    }
 }
 
 #[cfg(test)]

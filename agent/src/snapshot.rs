@@ -1,7 +1,7 @@
 //! The plain data one scan of a node produces. Rules, attribution and
 //! reporting are pure functions of it; only `scan` talks to the kernel.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -125,6 +125,59 @@ pub struct Intent {
 impl Intent {
     pub fn unknown(why: impl Into<String>) -> Intent {
         Intent { socket_lb: SocketLb::Unknown, evidence: why.into() }
+    }
+}
+
+/// A pod's name, as the node knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodName {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A container's pod and name, and where they were read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerName {
+    pub pod: PodName,
+    /// `None` for a pod's sandbox (pause) container.
+    pub container: Option<String>,
+    /// `containerd`, `cri-o`, `docker` or `kubelet logs`.
+    pub source: &'static str,
+}
+
+/// Pod and container names read from the node (runtimes' state, kubelet's
+/// log directories), never from the API server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// By pod UID.
+    pub pods: BTreeMap<String, PodName>,
+    /// By container id; `None`: looked up, not found.
+    pub containers: BTreeMap<String, Option<ContainerName>>,
+}
+
+impl Names {
+    /// The pod's name: from its containers' sources, else the kubelet's logs.
+    pub fn pod(&self, uid: &str, container_id: Option<&str>) -> Option<&PodName> {
+        container_id.and_then(|c| self.containers.get(c)?.as_ref()).map(|c| &c.pod).or_else(|| self.pods.get(uid))
+    }
+
+    pub fn container(&self, id: &str) -> Option<&str> {
+        self.containers.get(id)?.as_ref()?.container.as_deref()
+    }
+}
+
+/// What findings name: pods by UID, containers by id (with the pod UID and
+/// runtime their cgroup path gives).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamesWanted {
+    pub pods: BTreeSet<String>,
+    /// id -> (pod UID, runtime) from the cgroup path.
+    pub containers: BTreeMap<String, (Option<String>, Option<&'static str>)>,
+}
+
+impl NamesWanted {
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty() && self.containers.is_empty()
     }
 }
 
@@ -258,6 +311,8 @@ pub struct Snapshot {
     pub cni_pins: Vec<CniPin>,
     /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.
     pub v1_net_controllers: Vec<V1NetController>,
+    /// Names of the pods and of the containers findings may be about.
+    pub names: Names,
     /// The cgroup namespace CNI agents are compared with: PID 1's, or the
     /// auditor's own when PID 1's cannot be read (then `reference_ns_is_pid1`
     /// is false).

@@ -4,14 +4,21 @@ use std::io::Write;
 
 use super::EXIT_UNKNOWN;
 use crate::cli::{AuditArgs, Output, ScanArgs};
+use crate::findings;
 use crate::report::Report;
 use crate::scan;
+use crate::scan::names::Namer;
 
 /// Runs one audit; returns the report, or why it could not run.
 pub fn run(args: &ScanArgs) -> anyhow::Result<Report> {
     args.validate()?;
-    let snap = scan::scan(&args.options())?;
-    Ok(Report::new(&snap, &args.policy()))
+    let opts = args.options();
+    let policy = args.policy();
+    let mut snap = scan::scan(&opts)?;
+    // Names only for what the findings are about.
+    let wanted = findings::names_wanted(&findings::evaluate(&snap, &policy));
+    snap.names = Namer::new(&opts.proc).lookup(&wanted);
+    Ok(Report::new(&snap, &policy))
 }
 
 /// The `audit` subcommand: prints the report and returns the exit code.

@@ -19,7 +19,7 @@ use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 #[cfg(test)]
 use crate::snapshot::TreeEntry;
-use crate::snapshot::{Attachment, Change, Event, PodCgroup, ProcessRef, Snapshot};
+use crate::snapshot::{Attachment, Change, Event, Names, PodCgroup, ProcessRef, Snapshot};
 
 /// One cgroup of the tree.
 #[derive(Debug, Clone)]
@@ -84,6 +84,14 @@ impl Picture {
 
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The names of what the findings are about (see `scan::names`).
+    pub fn set_names(&mut self, names: Names) {
+        if names != self.snap.names {
+            self.snap.names = names;
+            self.generation += 1;
+        }
     }
 
     /// Keeps the recent events, for "who attached what".

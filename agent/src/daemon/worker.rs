@@ -28,6 +28,7 @@ use crate::findings::{self, Finding, Kind, Policy, Severity};
 use crate::metrics::{Metrics, Trigger};
 use crate::remount::{Outcome, Target};
 use crate::report::{Report, Status, Verdict};
+use crate::scan::names::Namer;
 use crate::scan::visit::{self, WalkContext};
 use crate::scan::{self, ScanOptions};
 use crate::snapshot::Event;
@@ -131,10 +132,12 @@ pub struct Worker {
     asked: Option<(Instant, Trigger)>,
     rendered: Option<(u64, u64, Bytes)>,
     remediated: HashMap<String, Instant>,
+    namer: Namer,
 }
 
 impl Worker {
     pub fn new(config: Config, shared: Arc<Shared>) -> Worker {
+        let namer = Namer::new(&config.scan.proc);
         Worker {
             config,
             shared,
@@ -152,6 +155,7 @@ impl Worker {
             asked: Some((Instant::now(), Trigger::Startup)),
             rendered: None,
             remediated: HashMap::new(),
+            namer,
         }
     }
 
@@ -385,10 +389,17 @@ impl Worker {
         judge
     }
 
+    /// Looks up the names of the pods and containers the findings are about.
+    fn name(namer: &mut Namer, picture: &mut Picture, policy: &Policy) {
+        let wanted = findings::names_wanted(&findings::evaluate(picture.snapshot(), policy));
+        picture.set_names(namer.lookup(&wanted));
+    }
+
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
         let Some(picture) = self.picture.as_mut() else { return };
         picture.set_events(Self::events(&self.history));
+        Self::name(&mut self.namer, picture, &self.config.policy);
         self.findings = findings::evaluate(picture.snapshot(), &self.config.policy);
         self.shared.metrics.findings(&self.findings);
         let status = if !self.findings.is_empty() {
@@ -440,6 +451,7 @@ impl Worker {
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
         let mut picture = Picture::new(snap);
         picture.set_events(Self::events(&self.history));
+        Self::name(&mut self.namer, &mut picture, &self.config.policy);
         let report = Report::new(picture.snapshot(), &self.config.policy);
         self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
         let summary = report.summary();

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags};
 
 use crate::owner::Cni;
 use crate::snapshot::{Intent, SocketLb};
@@ -125,25 +125,11 @@ pub fn calico_intent(bpf: Option<&str>, ctlb: Option<&str>, ctlb_legacy: Option<
 
 /// The trimmed contents of `path` inside the root open at `root`: links
 /// resolve inside that root (a ConfigMap's files are links into `..data`),
-/// only a regular file of at most `MAX_VALUE` bytes is read, and opening
-/// never waits on a FIFO.
+/// only a regular file of at most `MAX_VALUE` bytes is read.
 fn in_root(root: &OwnedFd, path: &Path) -> Option<String> {
     let rel = path.strip_prefix("/").unwrap_or(path);
-    let fd = rustix::fs::openat2(
-        root.as_fd(),
-        rel,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-    )
-    .ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as usize > MAX_VALUE {
-        return None;
-    }
-    let mut text = String::new();
-    std::fs::File::from(fd).take(MAX_VALUE as u64).read_to_string(&mut text).ok()?;
-    Some(text.trim().to_owned())
+    let bytes = super::in_root::read(root.as_fd(), rel.to_str()?, MAX_VALUE as u64)?;
+    Some(String::from_utf8(bytes).ok()?.trim().to_owned())
 }
 
 fn read_capped(path: &Path, max: u64) -> Option<Vec<u8>> {

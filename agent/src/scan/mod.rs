@@ -6,7 +6,9 @@
 //! names, links, mount tops).
 
 pub mod host;
+mod in_root;
 pub mod intent;
+pub mod names;
 pub mod visit;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -224,6 +226,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         cni_processes,
         cni_pins,
         v1_net_controllers: host::v1_net_controllers(&opts.proc),
+        names: Default::default(),
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),
         processes: processes_by_cgroup,

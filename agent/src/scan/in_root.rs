@@ -1,0 +1,50 @@
+//! Files of the node, or of a process, read inside its root: every path
+//! resolved with `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)` from an
+//! `O_PATH` descriptor of that root (`/proc/<pid>/root`), so a symlink, even
+//! an absolute one, cannot lead out of it; only regular files, size-capped.
+//! Whatever cannot be read is `None`, never an error: the callers treat a
+//! missing file as "not said".
+
+use std::io::Read;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+
+/// A directory with more entries than this is read no further.
+const MAX_ENTRIES: usize = 200_000;
+
+/// The file at `path` (relative) inside `root`: a regular file of at most
+/// `max` bytes, links resolved inside the root; opening never waits on a
+/// FIFO.
+pub fn read(root: BorrowedFd<'_>, path: &str, max: u64) -> Option<Vec<u8>> {
+    let fd = open_in(root, path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > max {
+        return None;
+    }
+    let mut out = Vec::new();
+    std::fs::File::from(fd).take(max).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// The names in directory `path` inside `root` (empty when unreadable).
+pub fn list(root: BorrowedFd<'_>, path: &str) -> Vec<String> {
+    let Some(fd) = open_in(root, path, OFlags::RDONLY | OFlags::DIRECTORY) else { return Vec::new() };
+    let Ok(dir) = rustix::fs::Dir::read_from(&fd) else { return Vec::new() };
+    dir.filter_map(Result::ok)
+        .take(MAX_ENTRIES)
+        .filter_map(|e| e.file_name().to_str().ok().map(str::to_owned))
+        .filter(|n| n != "." && n != "..")
+        .collect()
+}
+
+pub fn open_in(root: BorrowedFd<'_>, path: &str, flags: OFlags) -> Option<OwnedFd> {
+    rustix::fs::openat2(
+        root,
+        path,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+    )
+    .ok()
+}

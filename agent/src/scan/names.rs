@@ -1,0 +1,477 @@
+//! Pod and container names, read from the node itself through PID 1's root
+//! (`<proc>/1/root`), never from the API server: the names an SRE acts on
+//! (`kube-system/cilium-x7k2p`, container `cilium-agent`) instead of a pod
+//! UID and a container id.
+//!
+//! Sources, by container id:
+//!
+//! - containerd: its task bundle's OCI `config.json` annotations
+//!   (`io.kubernetes.cri.sandbox-namespace`, `-name`, `-uid`,
+//!   `io.kubernetes.cri.container-name`), under
+//!   `/run/containerd/io.containerd.runtime.v2.task/k8s.io/<id>/` (k3s:
+//!   `/run/k3s/containerd/...`);
+//! - CRI-O and podman: containers/storage's `userdata/config.json`
+//!   annotations (`io.kubernetes.pod.namespace`, `.name`, `.uid`,
+//!   `io.kubernetes.container.name`), under `/run/containers/storage` or
+//!   `/var/lib/containers/storage`, `overlay-containers/<id>/userdata/`;
+//! - Docker with cri-dockerd: the same keys as container labels in
+//!   `/var/lib/docker/containers/<id>/config.v2.json`;
+//! - any runtime: the kubelet's log links
+//!   `/var/log/containers/<pod>_<ns>_<container>-<id>.log`.
+//!
+//! Pods by UID: the kubelet's `/var/log/pods/<ns>_<name>_<uid>/`.
+//!
+//! Everything is read lazily, only for what a finding names; each file
+//! through `openat2(RESOLVE_IN_ROOT)` (a link cannot leave the node's root),
+//! only a regular file, size-capped, never waiting on a FIFO. Anything
+//! missing, malformed or not a valid Kubernetes name is "name unknown",
+//! never an error. A source that states a pod UID other than the one the
+//! cgroup path gives is not believed.
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
+use serde::Deserialize;
+
+use super::in_root::{list, open_in};
+
+use crate::snapshot::{ContainerName, Names, NamesWanted as Wanted, PodName};
+
+/// A runtime's JSON file larger than this is not read (an OCI config is
+/// tens of KiB; a huge environment could make one a few MiB).
+const MAX_CONFIG: u64 = 8 << 20;
+
+fn read(root: BorrowedFd<'_>, path: &str) -> Option<Vec<u8>> {
+    super::in_root::read(root, path, MAX_CONFIG)
+}
+
+/// containerd's state directories (`state` in its config): the default and
+/// k3s/RKE2's.
+const CONTAINERD_STATES: [&str; 2] = ["run/containerd", "run/k3s/containerd"];
+/// containers/storage's run and graph roots (CRI-O, podman).
+const STORAGE_ROOTS: [&str; 2] = ["run/containers/storage", "var/lib/containers/storage"];
+
+/// Looks names up and remembers what it found (a container's or a pod's
+/// name never changes), for as long as something still asks for it.
+#[derive(Debug)]
+pub struct Namer {
+    root: std::path::PathBuf,
+    found: Names,
+}
+
+impl Namer {
+    /// Reads through `<proc>/1/root`.
+    pub fn new(proc: &Path) -> Namer {
+        Namer { root: proc.join("1/root"), found: Names::default() }
+    }
+
+    /// The names of what `wanted` lists that can be found; only those are
+    /// kept for next time.
+    pub fn lookup(&mut self, wanted: &Wanted) -> Names {
+        self.found.pods.retain(|uid, _| wanted.pods.contains(uid));
+        self.found.containers.retain(|id, c| c.is_some() && wanted.containers.contains_key(id));
+        if wanted.is_empty() {
+            return Names::default();
+        }
+        let missing_pods = wanted.pods.iter().any(|u| !self.found.pods.contains_key(u));
+        let missing_containers: Vec<_> =
+            wanted.containers.iter().filter(|(id, _)| !self.found.containers.contains_key(*id)).collect();
+        if missing_pods || !missing_containers.is_empty() {
+            let Ok(root) =
+                rustix::fs::open(&self.root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            else {
+                return self.found.clone();
+            };
+            let mut log_links = None;
+            for (id, (uid, runtime)) in missing_containers {
+                let named = container(root.as_fd(), id, *runtime)
+                    .or_else(|| {
+                        let links = log_links.get_or_insert_with(|| list(root.as_fd(), "var/log/containers"));
+                        from_log_link(root.as_fd(), links, id)
+                    })
+                    .filter(|(_, stated_uid)| match (uid, stated_uid) {
+                        (Some(path_uid), Some(stated)) => path_uid == stated,
+                        _ => true,
+                    })
+                    .map(|(name, _)| name);
+                // The container's source names its pod too.
+                if let (Some(uid), Some(n)) = (uid, &named) {
+                    self.found.pods.entry(uid.clone()).or_insert_with(|| n.pod.clone());
+                }
+                self.found.containers.insert(id.clone(), named);
+            }
+            if wanted.pods.iter().any(|u| !self.found.pods.contains_key(u)) {
+                for entry in list(root.as_fd(), "var/log/pods") {
+                    if let Some((uid, pod)) = pod_log_dir(&entry)
+                        && wanted.pods.contains(uid)
+                    {
+                        self.found.pods.insert(uid.to_owned(), pod);
+                    }
+                }
+            }
+        }
+        let mut out = self.found.clone();
+        out.containers.retain(|id, _| wanted.containers.contains_key(id));
+        // Not found this time: asked again next time (a container's files
+        // may appear after its cgroup).
+        self.found.containers.retain(|_, c| c.is_some());
+        out
+    }
+}
+
+/// A container's names and the pod UID its source states.
+type Found = (ContainerName, Option<String>);
+
+fn container(root: BorrowedFd<'_>, id: &str, runtime: Option<&'static str>) -> Option<Found> {
+    if !is_container_id(id) {
+        return None;
+    }
+    let containerd = || {
+        CONTAINERD_STATES.iter().find_map(|state| {
+            let path = format!("{state}/io.containerd.runtime.v2.task/k8s.io/{id}/config.json");
+            from_annotations(&read(root, &path)?, "containerd")
+        })
+    };
+    let storage = |source| {
+        STORAGE_ROOTS.iter().find_map(|r| {
+            let path = format!("{r}/overlay-containers/{id}/userdata/config.json");
+            from_annotations(&read(root, &path)?, source)
+        })
+    };
+    let docker = || from_docker(&read(root, &format!("var/lib/docker/containers/{id}/config.v2.json"))?);
+    match runtime {
+        Some("containerd") => containerd(),
+        Some("cri-o") => storage("cri-o"),
+        Some("podman") => storage("podman"),
+        Some("docker") => docker(),
+        // The cgroupfs driver names no runtime: the id is looked up in each.
+        _ => containerd().or_else(|| storage("cri-o")).or_else(docker),
+    }
+}
+
+#[derive(Deserialize)]
+struct OciConfig {
+    #[serde(default)]
+    annotations: HashMap<String, String>,
+}
+
+/// Names from OCI annotations, containerd's CRI keys or the
+/// `io.kubernetes.*` keys CRI-O and podman write.
+pub fn from_annotations(json: &[u8], source: &'static str) -> Option<Found> {
+    let a = serde_json::from_slice::<OciConfig>(json).ok()?.annotations;
+    let get = |k: &str| a.get(k).map(String::as_str);
+    if let (Some(ns), Some(name)) = (get("io.kubernetes.cri.sandbox-namespace"), get("io.kubernetes.cri.sandbox-name"))
+    {
+        let sandbox = get("io.kubernetes.cri.container-type") == Some("sandbox");
+        let container = if sandbox { None } else { Some(get("io.kubernetes.cri.container-name")?) };
+        return named(ns, name, container, get("io.kubernetes.cri.sandbox-uid"), source);
+    }
+    let source =
+        if source == "podman" && get("io.kubernetes.cri-o.ContainerType").is_some() { "cri-o" } else { source };
+    kubernetes_keys(&get, source)
+}
+
+/// `io.kubernetes.pod.namespace`, `.name`, `.uid` and
+/// `io.kubernetes.container.name` (`POD` for a sandbox), as CRI-O's
+/// annotations and cri-dockerd's labels spell them.
+fn kubernetes_keys<'a>(get: &impl Fn(&str) -> Option<&'a str>, source: &'static str) -> Option<Found> {
+    let container = match get("io.kubernetes.container.name") {
+        Some("POD") | None => None,
+        Some(c) => Some(c),
+    };
+    let sandbox = matches!(get("io.kubernetes.cri-o.ContainerType"), Some("sandbox"))
+        || matches!(get("io.kubernetes.docker.type"), Some("podsandbox"))
+        || get("io.kubernetes.container.name") == Some("POD");
+    if container.is_none() && !sandbox {
+        return None;
+    }
+    named(
+        get("io.kubernetes.pod.namespace")?,
+        get("io.kubernetes.pod.name")?,
+        container,
+        get("io.kubernetes.pod.uid"),
+        source,
+    )
+}
+
+#[derive(Deserialize)]
+struct DockerConfig {
+    #[serde(rename = "Config")]
+    config: DockerInner,
+}
+
+#[derive(Deserialize)]
+struct DockerInner {
+    #[serde(rename = "Labels", default)]
+    labels: Option<HashMap<String, String>>,
+}
+
+/// Names from a Docker container's labels, as cri-dockerd sets them.
+pub fn from_docker(json: &[u8]) -> Option<Found> {
+    let labels = serde_json::from_slice::<DockerConfig>(json).ok()?.config.labels?;
+    kubernetes_keys(&|k: &str| labels.get(k).map(String::as_str), "docker")
+}
+
+fn named(ns: &str, name: &str, container: Option<&str>, uid: Option<&str>, source: &'static str) -> Option<Found> {
+    let ok = is_dns_label(ns) && is_dns_subdomain(name) && container.is_none_or(is_dns_label);
+    ok.then(|| {
+        let pod = PodName { namespace: ns.to_owned(), name: name.to_owned() };
+        (ContainerName { pod, container: container.map(str::to_owned), source }, uid.map(str::to_owned))
+    })
+}
+
+/// `<pod>_<ns>_<container>-<id>.log` in `/var/log/containers`, a link to
+/// `/var/log/pods/<ns>_<pod>_<uid>/<container>/N.log`.
+fn from_log_link(root: BorrowedFd<'_>, links: &[String], id: &str) -> Option<Found> {
+    let suffix = format!("-{id}.log");
+    let entry = links.iter().find(|l| l.ends_with(&suffix))?;
+    let mut parts = entry.strip_suffix(&suffix)?.split('_');
+    let (pod, ns, container) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let dir = open_in(root, "var/log/containers", OFlags::PATH | OFlags::DIRECTORY)?;
+    let target = rustix::fs::readlinkat(&dir, entry.as_str(), Vec::new()).ok()?;
+    let target = target.to_str().ok()?;
+    let dir = target.strip_prefix("/var/log/pods/")?.split('/').next()?;
+    let (uid, in_dir) = pod_log_dir(dir)?;
+    if in_dir.namespace != ns || in_dir.name != pod {
+        return None;
+    }
+    let (mut found, _) = named(ns, pod, Some(container), None, "kubelet logs")?;
+    found.pod = in_dir;
+    Some((found, Some(uid.to_owned())))
+}
+
+/// `<ns>_<name>_<uid>`, a pod's log directory under `/var/log/pods`.
+pub fn pod_log_dir(dir: &str) -> Option<(&str, PodName)> {
+    let mut parts = dir.split('_');
+    let (ns, name, uid) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || !is_pod_uid(uid) || !is_dns_label(ns) || !is_dns_subdomain(name) {
+        return None;
+    }
+    Some((uid, PodName { namespace: ns.to_owned(), name: name.to_owned() }))
+}
+
+/// A namespace or container name: an RFC 1123 label.
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A pod name: an RFC 1123 subdomain.
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+fn is_pod_uid(s: &str) -> bool {
+    s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+fn is_container_id(s: &str) -> bool {
+    (12..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "1234abcd-5678-4abc-9def-0123456789ab";
+
+    /// (namespace, pod, container, source, stated pod UID)
+    type Flat = (String, String, Option<String>, &'static str, Option<String>);
+
+    fn names(found: Option<Found>) -> Option<Flat> {
+        found.map(|(c, uid)| (c.pod.namespace, c.pod.name, c.container, c.source, uid))
+    }
+
+    #[test]
+    fn containerd_annotations_name_containers_and_sandboxes() {
+        let ctr = format!(
+            r#"{{"ociVersion":"1.0.2","annotations":{{"io.kubernetes.cri.container-type":"container",
+            "io.kubernetes.cri.container-name":"cilium-agent","io.kubernetes.cri.sandbox-name":"cilium-x7k2p",
+            "io.kubernetes.cri.sandbox-namespace":"kube-system","io.kubernetes.cri.sandbox-uid":"{UID}"}}}}"#
+        );
+        assert_eq!(
+            names(from_annotations(ctr.as_bytes(), "containerd")),
+            Some((
+                "kube-system".into(),
+                "cilium-x7k2p".into(),
+                Some("cilium-agent".into()),
+                "containerd",
+                Some(UID.into())
+            ))
+        );
+        let sandbox = r#"{"annotations":{"io.kubernetes.cri.container-type":"sandbox",
+            "io.kubernetes.cri.sandbox-name":"web-0","io.kubernetes.cri.sandbox-namespace":"shop"}}"#;
+        assert_eq!(
+            names(from_annotations(sandbox.as_bytes(), "containerd")),
+            Some(("shop".into(), "web-0".into(), None, "containerd", None))
+        );
+    }
+
+    #[test]
+    fn crio_annotations_and_docker_labels_name_containers() {
+        let crio = format!(
+            r#"{{"annotations":{{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.pod.name":"calico-node-abcde",
+            "io.kubernetes.pod.uid":"{UID}","io.kubernetes.container.name":"calico-node",
+            "io.kubernetes.cri-o.ContainerType":"container"}}}}"#
+        );
+        assert_eq!(
+            names(from_annotations(crio.as_bytes(), "cri-o")),
+            Some((
+                "kube-system".into(),
+                "calico-node-abcde".into(),
+                Some("calico-node".into()),
+                "cri-o",
+                Some(UID.into())
+            ))
+        );
+        let docker = r#"{"ID":"x","Config":{"Hostname":"h","Labels":{"io.kubernetes.pod.namespace":"default",
+            "io.kubernetes.pod.name":"web-1","io.kubernetes.container.name":"POD","io.kubernetes.docker.type":"podsandbox"}}}"#;
+        assert_eq!(
+            names(from_docker(docker.as_bytes())),
+            Some(("default".into(), "web-1".into(), None, "docker", None))
+        );
+    }
+
+    #[test]
+    fn malformed_or_crafted_sources_name_nothing() {
+        for json in [
+            "",
+            "[]",
+            "{",
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-namespace":"kube-system"}}"#,
+            // Not a Kubernetes name: a terminal escape, a label breaker.
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-namespace":"kube-system","io.kubernetes.cri.sandbox-name":"x\u001b[2J","io.kubernetes.cri.container-name":"c"}}"#,
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-namespace":"a\"b","io.kubernetes.cri.sandbox-name":"x","io.kubernetes.cri.container-name":"c"}}"#,
+            r#"{"annotations":{"io.kubernetes.pod.namespace":"ns","io.kubernetes.pod.name":"p"}}"#,
+            r#"{"annotations":{"io.kubernetes.pod.namespace":"ns","io.kubernetes.pod.name":"p","io.kubernetes.container.name":"Upper"}}"#,
+        ] {
+            assert_eq!(names(from_annotations(json.as_bytes(), "containerd")), None, "{json}");
+        }
+        assert_eq!(names(from_docker(br#"{"Config":{"Labels":null}}"#)), None);
+    }
+
+    #[test]
+    fn pod_log_directories_give_namespace_name_and_uid() {
+        let dir = format!("kube-system_cilium-x7k2p_{UID}");
+        let (uid, pod) = pod_log_dir(&dir).unwrap();
+        assert_eq!((uid, pod.namespace.as_str(), pod.name.as_str()), (UID, "kube-system", "cilium-x7k2p"));
+        assert!(pod_log_dir("kube-system_cilium_x_y").is_none());
+        assert!(pod_log_dir(&format!("Kube_cilium_{UID}")).is_none());
+        assert!(pod_log_dir("kube-system_cilium_not-a-uid").is_none());
+    }
+
+    /// A node's root in a temp dir, reached as `<proc>/1/root`.
+    fn node_root() -> (tempfile::TempDir, std::path::PathBuf) {
+        let proc = tempfile::tempdir().unwrap();
+        let root = proc.path().join("rootfs");
+        std::fs::create_dir_all(proc.path().join("1")).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink(&root, proc.path().join("1/root")).unwrap();
+        (proc, root)
+    }
+
+    fn put(root: &Path, path: &str, text: &str) {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn wanted(id: &str, uid: &str) -> Wanted {
+        let mut w = Wanted::default();
+        w.containers.insert(id.into(), (Some(uid.into()), None));
+        w.pods.insert(uid.into());
+        w
+    }
+
+    const CID: &str = "abababababababababababababababababababababababababababababababab";
+
+    fn bundle(ns: &str, uid: &str) -> String {
+        format!(
+            r#"{{"annotations":{{"io.kubernetes.cri.container-type":"container","io.kubernetes.cri.container-name":"cilium-agent",
+            "io.kubernetes.cri.sandbox-name":"cilium-x7k2p","io.kubernetes.cri.sandbox-namespace":"{ns}","io.kubernetes.cri.sandbox-uid":"{uid}"}}}}"#
+        )
+    }
+
+    #[test]
+    fn the_namer_reads_the_runtime_then_the_kubelet_logs_and_remembers() {
+        let (proc, root) = node_root();
+        let mut namer = Namer::new(proc.path());
+        assert_eq!(namer.lookup(&wanted(CID, UID)).containers.get(CID), Some(&None), "nothing on the node yet");
+
+        put(
+            &root,
+            &format!("run/k3s/containerd/io.containerd.runtime.v2.task/k8s.io/{CID}/config.json"),
+            &bundle("kube-system", UID),
+        );
+        let names = namer.lookup(&wanted(CID, UID));
+        assert_eq!(names.container(CID), Some("cilium-agent"));
+        assert_eq!(
+            names.pod(UID, None).map(|p| p.name.as_str()),
+            Some("cilium-x7k2p"),
+            "the container's source names its pod"
+        );
+        // Remembered: the file can go, the name stays while it is asked for.
+        std::fs::remove_dir_all(root.join("run")).unwrap();
+        assert_eq!(namer.lookup(&wanted(CID, UID)).container(CID), Some("cilium-agent"));
+        assert!(namer.lookup(&Wanted::default()).containers.is_empty());
+        assert_eq!(namer.lookup(&wanted(CID, UID)).container(CID), None, "forgotten once nothing asked");
+
+        // Any runtime: the kubelet's log link and pod directory.
+        let pod_dir = format!("/var/log/pods/kube-system_cilium-x7k2p_{UID}");
+        std::fs::create_dir_all(root.join(&pod_dir[1..]).join("cilium-agent")).unwrap();
+        std::fs::create_dir_all(root.join("var/log/containers")).unwrap();
+        std::os::unix::fs::symlink(
+            format!("{pod_dir}/cilium-agent/0.log"),
+            root.join(format!("var/log/containers/cilium-x7k2p_kube-system_cilium-agent-{CID}.log")),
+        )
+        .unwrap();
+        let names = namer.lookup(&wanted(CID, UID));
+        let c = names.containers[CID].as_ref().unwrap();
+        assert_eq!(
+            (c.pod.namespace.as_str(), c.container.as_deref(), c.source),
+            ("kube-system", Some("cilium-agent"), "kubelet logs")
+        );
+    }
+
+    #[test]
+    fn a_source_that_claims_another_pod_or_leads_out_of_the_root_is_not_believed() {
+        let (proc, root) = node_root();
+        let dir = format!("run/containerd/io.containerd.runtime.v2.task/k8s.io/{CID}");
+        // Another pod's UID than the cgroup path's.
+        put(&root, &format!("{dir}/config.json"), &bundle("kube-system", "00000000-0000-4000-8000-000000000000"));
+        assert_eq!(Namer::new(proc.path()).lookup(&wanted(CID, UID)).container(CID), None);
+
+        // A link out of the node's root resolves inside it (to nothing).
+        let outside = tempfile::tempdir().unwrap();
+        put(outside.path(), "config.json", &bundle("kube-system", UID));
+        std::fs::remove_file(root.join(&dir).join("config.json")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("config.json"), root.join(&dir).join("config.json")).unwrap();
+        assert_eq!(Namer::new(proc.path()).lookup(&wanted(CID, UID)).container(CID), None);
+
+        // A FIFO is not opened for reading (it would block), nor a directory.
+        std::fs::remove_file(root.join(&dir).join("config.json")).unwrap();
+        nix::unistd::mkfifo(&root.join(&dir).join("config.json"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap();
+        assert_eq!(Namer::new(proc.path()).lookup(&wanted(CID, UID)).container(CID), None);
+
+        // A pod log directory named with another UID names nothing.
+        std::fs::create_dir_all(root.join("var/log/pods/kube-system_x_00000000-0000-4000-8000-000000000000")).unwrap();
+        assert!(Namer::new(proc.path()).lookup(&wanted(CID, UID)).pods.is_empty());
+    }
+
+    #[test]
+    fn names_are_validated_as_kubernetes_does() {
+        assert!(
+            is_dns_label("kube-system") && is_dns_label("a") && !is_dns_label("-a") && !is_dns_label(&"a".repeat(64))
+        );
+        assert!(is_dns_subdomain("coredns-5d78c9869d-abcde") && is_dns_subdomain("a.b") && !is_dns_subdomain("a..b"));
+    }
+}
