@@ -54,9 +54,15 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `agent run --listen <free port> <args>` and waits for /healthz.
     pub fn start(args: &[&str]) -> Daemon {
+        Self::start_via(Command::new(agent_bin()), args)
+    }
+
+    /// Like `start`, with `base` running the agent (e.g. `nsenter ... agent`
+    /// on a sandbox node, where it is killed with the node).
+    pub fn start_via(mut base: Command, args: &[&str]) -> Daemon {
         let addr = free_addr();
         let log = tempfile::NamedTempFile::new().expect("log file");
-        let child = Command::new(agent_bin())
+        let child = base
             .arg("run")
             .arg("--listen")
             .arg(addr.to_string())

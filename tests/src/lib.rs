@@ -10,6 +10,7 @@
 pub mod bpf;
 pub mod cgroup;
 pub mod cni;
+pub mod cri;
 pub mod daemon;
 pub mod fuse;
 pub mod kubepods;
@@ -24,6 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use bpf::*;
 pub use cgroup::*;
 pub use cni::*;
+pub use cri::*;
 pub use daemon::*;
 pub use fuse::*;
 pub use kubepods::*;

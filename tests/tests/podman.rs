@@ -23,6 +23,8 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
         "podman",
         &format!(
             "--privileged --cgroupns=private --cgroup-manager=cgroupfs --cgroup-parent {parent} {PODMAN_LIMITS} \
+             --annotation io.kubernetes.pod.namespace=kube-system --annotation io.kubernetes.pod.name=cilium-podman \
+             --annotation io.kubernetes.pod.uid={OTHER_POD_UID} --annotation io.kubernetes.container.name=cilium-agent \
              --network=none --rootfs /:O {} socket-lb-agent /run/cilium/cgroupv2",
             agent_copy.display()
         ),
@@ -50,6 +52,22 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
         report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "cni_agent_private_cgroupns").collect();
     assert_eq!(agents.len(), 1, "{report:#}");
     assert_eq!(agents[0]["container_id"], container.id.as_str());
+
+    // Named from podman's containers/storage config.json annotations (the
+    // format CRI-O writes), read through PID 1's root: on these machines the
+    // real PID 1's root is closed to us, so from a sandbox node that shares
+    // the host's filesystems.
+    let node = Sandbox::new("true");
+    let named = node.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]).json();
+    let below: Vec<_> =
+        named["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    assert_eq!(below.len(), 10, "{named:#}");
+    for f in below {
+        assert_eq!(f["pod_namespace"], "kube-system", "{f:#}");
+        assert_eq!(f["pod_name"], "cilium-podman", "{f:#}");
+        assert_eq!(f["container_name"], "cilium-agent", "{f:#}");
+    }
+    drop(node);
 
     // Removing the container ends its links: the node is clean again.
     drop(container);

@@ -89,6 +89,10 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     // crun (podman's default) cannot start non-privileged containers on hosts
     // without CAP_SYS_RESOURCE: it raises RLIMIT_MEMLOCK for its device filter.
     ("runc", "runc"),
+    // The CRI tests' runtime, and protoc for their CRI client's build.
+    ("containerd", "containerd"),
+    ("ctr", "containerd"),
+    ("protoc", "protobuf-compiler"),
 ];
 
 /// The static target the shipped binary is built for.
@@ -235,10 +239,24 @@ fn setup() -> Result<()> {
     }
     eprintln!("xtask: installing Debian packages {}", packages.join(" "));
     run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get")
+    // The tests start containerd themselves, in a namespace of their own: a
+    // package must not start (or restart) a system service. policy-rc.d is
+    // how Debian's maintainer scripts are told so; ours only while we install.
+    let policy = Path::new("/usr/sbin/policy-rc.d");
+    let ours = !policy.exists();
+    if ours {
+        std::fs::write(policy, "#!/bin/sh\n# cgaudit xtask: no service starts while test tools install\nexit 101\n")
+            .context("write /usr/sbin/policy-rc.d")?;
+        std::fs::set_permissions(policy, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    }
+    let installed = run(Command::new("apt-get")
         .args(["install", "-y", "-qq", "--no-install-recommends"])
         .args(&packages)
-        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+        .env("DEBIAN_FRONTEND", "noninteractive"));
+    if ours {
+        let _ = std::fs::remove_file(policy);
+    }
+    installed?;
     for (tool, pkg) in TEST_TOOLS {
         if !on_path(tool) {
             bail!("`{tool}` is still missing after installing {pkg}");
@@ -319,6 +337,23 @@ fn dist() -> Result<PathBuf> {
 
 /// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
 /// refuses) inside a private mount namespace with cgroup2 mounted there.
+/// The test `fixture` binary, static: the CRI tests' container image is
+/// that one file.
+fn static_fixture() -> Result<PathBuf> {
+    run(cargo().args([
+        "build",
+        "--profile",
+        "dist",
+        "--target",
+        STATIC_TARGET,
+        "--package",
+        "integration-tests",
+        "--bin",
+        "fixture",
+    ]))?;
+    Ok(workspace_root().join(format!("target/{STATIC_TARGET}/dist/fixture")))
+}
+
 fn podman(args: &[&str]) -> Command {
     let hybrid = !std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
@@ -392,8 +427,9 @@ fn bench(flags: &[&str]) -> Result<()> {
 }
 
 /// What the integration tests may leave on the host by mistake: their
-/// cgroups (`cgaudit-test-*` under every cgroup2 mount) and programs on the
-/// real root cgroup, as `bpftool cgroup show` lists them.
+/// cgroups (`cgaudit-test-*` under every cgroup2 mount), programs on the
+/// real root cgroup (as `bpftool cgroup show` lists them) and processes
+/// started with a test directory on their command line.
 fn host_traces() -> Result<Vec<String>> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("read /proc/self/mountinfo")?;
     let mut traces = Vec::new();
@@ -413,6 +449,15 @@ fn host_traces() -> Result<Vec<String>> {
         if std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(mount_point)?) == 1 && on_path("bpftool") {
             let shown = output(Command::new("bpftool").args(["cgroup", "show", mount_point]))?;
             traces.extend(shown.lines().skip(1).map(|l| format!("root program {}", l.trim())));
+        }
+    }
+    // Processes the tests started and should have stopped: those whose
+    // command line names a test directory (containerd's `--config`).
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("cgaudit-test-") && !cmdline.contains("xtask") {
+            traces.push(format!("process {} {}", entry.file_name().to_string_lossy(), cmdline.trim()));
         }
     }
     traces.sort();
@@ -448,6 +493,7 @@ fn test(args: &[String]) -> Result<()> {
         // What ships is tested too: the static binary (over ssh) and the image.
         let static_agent = dist()?;
         let tag = image()?;
+        let static_fixture = static_fixture()?;
         // One test at a time: the tests share one kernel, and some audit the
         // whole node, which another test's programs would disturb.
         run_tests(
@@ -457,6 +503,7 @@ fn test(args: &[String]) -> Result<()> {
                 .env("CGAUDIT_AGENT", &agent)
                 .env("CGAUDIT_AGENT_STATIC", &static_agent)
                 .env("CGAUDIT_IMAGE", &tag)
+                .env("CGAUDIT_FIXTURE_STATIC", &static_fixture)
                 .env("RUST_BACKTRACE", "1"),
             &mut tally,
         )

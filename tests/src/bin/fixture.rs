@@ -1,5 +1,9 @@
 //! Stand-ins for other processes the tests need:
 //!
+//! - `fixture pause`: a pod's pause process (the CRI tests' image is this
+//!   binary, statically linked): waits for SIGTERM and exits.
+//! - `fixture runc ARGS`: runc ARGS, for the CRI tests' containerd, leaving
+//!   out CPU weights where cgroup v2 has no cpu controller.
 //! - `fixture socket-lb-agent <DIR>`: a CNI agent, for a real container. It
 //!   mounts cgroup2 at DIR (as Cilium mounts /run/cilium/cgroupv2), attaches
 //!   the ten Cilium socket-LB programs to the top of that mount through
@@ -97,8 +101,45 @@ fn remount_paused(pid: &str, path: &str, timeout_ms: &str) {
     }
 }
 
+/// A pod's pause process: waits for SIGTERM or SIGINT (as a container's
+/// PID 1 it has no default action for them) and exits.
+fn pause() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTERM);
+    set.add(Signal::SIGINT);
+    set.thread_block().expect("block SIGTERM");
+    let _ = set.wait();
+}
+
+/// runc, minus CPU weights when cgroup v2 has no cpu controller: on hybrid
+/// hosts (these machines) `cpu` is bound to a v1 hierarchy, and runc fails
+/// to write the `cpu.weight` containerd's CRI always gives a pod sandbox.
+/// Everything else (cgroup path, device filter, namespaces) is runc's own.
+fn runc_without_cpu(args: &[String]) -> ! {
+    use std::os::unix::process::CommandExt;
+    let has_cpu = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+        .is_ok_and(|c| c.split_whitespace().any(|w| w == "cpu"));
+    let bundle = args.iter().position(|a| a == "--bundle" || a == "-b").and_then(|i| args.get(i + 1));
+    if let (false, Some(bundle)) = (has_cpu, bundle) {
+        let path = Path::new(bundle).join("config.json");
+        let mut spec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read config.json")).expect("parse config.json");
+        if let Some(resources) = spec.pointer_mut("/linux/resources").and_then(|r| r.as_object_mut()) {
+            resources.remove("cpu");
+        }
+        std::fs::write(&path, serde_json::to_vec(&spec).expect("json")).expect("write config.json");
+    }
+    let err = std::process::Command::new("runc").args(args).exec();
+    eprintln!("exec runc: {err}");
+    std::process::exit(127);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "runc") {
+        runc_without_cpu(&args[2..]);
+    }
     if let [_, cmd, pid, path, timeout_ms] = args.as_slice()
         && cmd == "remount-paused"
     {
@@ -109,6 +150,11 @@ fn main() {
     {
         return fuse_trap(dir);
     }
+    if let [_, cmd] = args.as_slice()
+        && cmd == "pause"
+    {
+        return pause();
+    }
     if let [_, cmd, seconds, rate] = args.as_slice()
         && cmd == "bpf-flood"
     {
@@ -116,7 +162,7 @@ fn main() {
     }
     let [_, cmd, dir] = args.as_slice() else {
         eprintln!(
-            "usage: fixture socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR> \
+            "usage: fixture pause | socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR> \
              | remount-paused <PID> <PATH> <TIMEOUT_MS>"
         );
         std::process::exit(2);
