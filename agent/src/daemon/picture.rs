@@ -86,12 +86,15 @@ impl Picture {
         self.generation
     }
 
-    /// The names of what the findings are about (see `scan::names`).
-    pub fn set_names(&mut self, names: Names) {
-        if names != self.snap.names {
+    /// The names of what the findings are about (see `scan::names`);
+    /// whether they changed.
+    pub fn set_names(&mut self, names: Names) -> bool {
+        let changed = names != self.snap.names;
+        if changed {
             self.snap.names = names;
             self.generation += 1;
         }
+        changed
     }
 
     /// Keeps the recent events, for "who attached what".

@@ -390,17 +390,22 @@ impl Worker {
     }
 
     /// Looks up the names of the pods and containers the findings are about.
-    fn name(namer: &mut Namer, picture: &mut Picture, policy: &Policy) {
-        let wanted = findings::names_wanted(&findings::evaluate(picture.snapshot(), policy));
-        picture.set_names(namer.lookup(&wanted));
+    /// Judges the picture, naming what the findings are about: judged
+    /// again only when a name changed (never on a node without findings).
+    fn name(namer: &mut Namer, picture: &mut Picture, policy: &Policy) -> Vec<Finding> {
+        let found = findings::evaluate(picture.snapshot(), policy);
+        if picture.set_names(namer.lookup(&findings::names_wanted(&found))) {
+            findings::evaluate(picture.snapshot(), policy)
+        } else {
+            found
+        }
     }
 
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
         let Some(picture) = self.picture.as_mut() else { return };
         picture.set_events(Self::events(&self.history));
-        Self::name(&mut self.namer, picture, &self.config.policy);
-        self.findings = findings::evaluate(picture.snapshot(), &self.config.policy);
+        self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
         let status = if !self.findings.is_empty() {
             Status::Problem
@@ -451,7 +456,7 @@ impl Worker {
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
         let mut picture = Picture::new(snap);
         picture.set_events(Self::events(&self.history));
-        Self::name(&mut self.namer, &mut picture, &self.config.policy);
+        let _ = Self::name(&mut self.namer, &mut picture, &self.config.policy);
         let report = Report::new(picture.snapshot(), &self.config.policy);
         self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
         let summary = report.summary();
