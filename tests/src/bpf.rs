@@ -37,6 +37,14 @@ pub fn loaded_program_ids() -> Vec<u32> {
     sys::ids(sys::Objects::Programs).collect::<Result<_, _>>().expect("BPF_PROG_GET_NEXT_ID")
 }
 
+/// Programs loaded now that were not when `before` was read. Only new ones
+/// count: programs of earlier tests that were attached to since-removed
+/// cgroups leave when the kernel releases those cgroups, asynchronously, so
+/// `before` may shrink meanwhile.
+pub fn programs_left_since(before: &[u32]) -> Vec<u32> {
+    loaded_program_ids().into_iter().filter(|id| !before.contains(id)).collect()
+}
+
 /// A loaded allow-all program (`r0 = 1; exit`): it never changes what a
 /// socket does, so attaching it anywhere, even the real root, is harmless.
 /// Unloaded when dropped (unless still attached somewhere).

@@ -172,7 +172,7 @@ fn the_daemon_refuses_a_bad_path_at_start_instead_of_failing_every_interval() {
         assert_says_each_thing_once(&run.stderr);
         assert!(std::net::TcpStream::connect(&listen).is_err(), "nothing listens on {listen}");
     }
-    assert_eq!(loaded_program_ids(), loaded, "no tracer was loaded");
+    assert_eq!(programs_left_since(&loaded), [0u32; 0], "no tracer was loaded");
     assert_eq!(before, host_state());
 }
 
