@@ -49,9 +49,7 @@ impl Sandbox {
 
     /// A command run inside the sandbox's PID and mount namespaces.
     pub fn command(&self, program: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new("nsenter");
-        c.arg("--target").arg(self.pid1.to_string()).args(["--pid", "--mount", "--"]).arg(program).args(args);
-        c
+        command_in(self.pid1, program, args)
     }
 
     /// `agent <args>` as a hostPID pod on this "node" would run it.
@@ -63,6 +61,14 @@ impl Sandbox {
     pub fn path(&self, p: &str) -> PathBuf {
         PathBuf::from(format!("/proc/{}/root{}", self.pid1, p))
     }
+}
+
+/// A command run inside the PID and mount namespaces of the sandbox whose
+/// PID 1 is `pid1` (from a thread that does not hold the `Sandbox`).
+pub fn command_in(pid1: u32, program: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("nsenter");
+    c.arg("--target").arg(pid1.to_string()).args(["--pid", "--mount", "--"]).arg(program).args(args);
+    c
 }
 
 impl Drop for Sandbox {

@@ -129,17 +129,28 @@ fn ordinary_cri_pods_are_clean_and_pods_removed_during_audits_are_no_error() {
     let devices = report["attachments"].as_array().unwrap().iter().filter(|a| a["attach_type"] == "device").count();
     assert!(devices >= 8, "a device filter per container and sandbox: {report:#}");
 
-    // Pods go away (StopPodSandbox, RemovePodSandbox) while audits run.
+    // Pods go away (StopPodSandbox, RemovePodSandbox) while audits run, one
+    // after another, from before the first removal until after the last.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let auditor = {
+        let (stop, pid1) = (stop.clone(), ctd.node.pid1);
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let cmd = |c: &Containerd| c.node.command(&agent_bin(), &args.iter().map(String::as_str).collect::<Vec<_>>());
-        let mut cmds: Vec<std::process::Command> = (0..6).map(|_| cmd(&ctd)).collect();
-        std::thread::spawn(move || cmds.drain(..).map(integration_tests::run).collect::<Vec<Run>>())
+        std::thread::spawn(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut runs = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                runs.push(integration_tests::run(command_in(pid1, &agent_bin(), &args)));
+            }
+            runs
+        })
     };
     for (pod, _) in &pods {
         ctd.remove_pod(pod);
     }
-    for run in auditor.join().unwrap() {
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let runs = auditor.join().unwrap();
+    assert!(runs.len() >= 2, "audits ran during the removals: {}", runs.len());
+    for run in runs {
         assert_eq!(run.code, 0, "an audit while pods were removed: {run:?}");
         let report = run.json();
         assert!(report["errors"].as_array().unwrap().is_empty(), "a vanished pod is not an error: {report:#}");
