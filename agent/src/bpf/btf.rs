@@ -54,14 +54,25 @@ impl KernelBtf {
         if let Ok(m) = sys::map_kernel_btf() {
             return Ok(KernelBtf::Mapped(m));
         }
-        for id in sys::ids(sys::Objects::Btf) {
-            let id = id.map_err(|e| NoKernelBtf(e.to_string()))?;
-            let Ok(fd) = sys::btf_fd_by_id(id) else { continue };
-            if sys::btf_is_vmlinux(fd.as_fd()).map_err(|e| NoKernelBtf(e.to_string()))? {
-                return sys::btf_data(fd.as_fd()).map(KernelBtf::Copied).map_err(|e| NoKernelBtf(e.to_string()));
-            }
+        if let Some(copied) = Self::copy_through_bpf() {
+            return Ok(KernelBtf::Copied(copied));
         }
         std::fs::read(sys::KERNEL_BTF).map(KernelBtf::Copied).map_err(|e| NoKernelBtf(e.to_string()))
+    }
+
+    /// One copy of vmlinux's BTF object through bpf(2), when the kernel
+    /// can say which object that is: `bpf_btf_info`'s name and kernel_btf
+    /// came in 5.11, and before that the kernel refuses the query (E2BIG).
+    /// `None` sends the caller to the sysfs file, which every kernel with
+    /// BTF has.
+    fn copy_through_bpf() -> Option<Vec<u8>> {
+        for id in sys::ids(sys::Objects::Btf) {
+            let Ok(fd) = sys::btf_fd_by_id(id.ok()?) else { continue };
+            if sys::btf_is_vmlinux(fd.as_fd()).ok()? {
+                return sys::btf_data(fd.as_fd()).ok();
+            }
+        }
+        None
     }
 }
 

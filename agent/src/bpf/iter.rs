@@ -46,6 +46,8 @@ const _: () = {
 pub enum IterError {
     #[error(transparent)]
     NoBtf(NoKernelBtf),
+    #[error("this kernel has no cgroup iterator (no function bpf_iter_cgroup in its BTF; it came in Linux 6.1)")]
+    NoCgroupIterator,
     #[error(transparent)]
     Btf(BtfError),
     #[error("loading the iter/cgroup program (kernel 6.1+, CAP_BPF and CAP_PERFMON): {0}")]
@@ -272,8 +274,9 @@ impl Walker {
     pub fn new() -> Result<Walker, IterError> {
         let data = KernelBtf::read().map_err(IterError::NoBtf)?;
         let types = Types::parse_indexed(&data, KERNEL_TYPES)?;
+        // What the kernel lacks first: without the iterator, nothing else matters.
+        let target = types.func_id("bpf_iter_cgroup").map_err(|_| IterError::NoCgroupIterator)?;
         let kernel = kernel_layout(&types)?;
-        let target = types.func_id("bpf_iter_cgroup")?;
         Ok(Walker { kernel, target })
     }
 
