@@ -57,7 +57,7 @@ pub enum RootError {
         "{path}: not a cgroup2 directory (filesystem magic {magic:#x}); pass a directory of the cgroup v2 hierarchy"
     )]
     NotCgroup2 { path: PathBuf, magic: u64 },
-    #[error("no cgroup2 filesystem is mounted (looked in {looked_in}); this tool audits cgroup v2 only")]
+    #[error("no cgroup2 filesystem is mounted and none could be made privately (looked in {looked_in})")]
     NoCgroup2 { looked_in: String },
     #[error("{op} {path}: {error}")]
     Io { op: &'static str, path: PathBuf, error: io::Error },
@@ -115,7 +115,9 @@ pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
         candidates.extend(pid1.iter().filter(|m| m.is_cgroup2()).map(|m| (in_root_of(proc, 1, &m.mount_point), true)));
     }
     if candidates.is_empty() {
-        return Err(RootError::NoCgroup2 { looked_in: format!("/proc/self/mountinfo, {}", pid1_path.display()) });
+        return private_hierarchy(proc).map_err(|e| RootError::NoCgroup2 {
+            looked_in: format!("/proc/self/mountinfo, {}; {e}", pid1_path.display()),
+        });
     }
 
     let mut opened = Vec::new();
@@ -150,6 +152,58 @@ pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
         return Ok((AuditRoot { path, cgroup_id: id, kind: RootKind::Namespaced, note }, fd));
     }
     Err(RootError::NoCgroup2 { looked_in: unreachable.join("; ") })
+}
+
+/// The agent's own cgroup2 mount, made once per process: detached
+/// (fsopen/fsmount, attached to no directory, so no mount namespace shows
+/// it and it goes with the descriptor), from PID 1's cgroup namespace so
+/// that its top is PID 1's root.
+static PRIVATE: std::sync::OnceLock<Result<OwnedFd, String>> = std::sync::OnceLock::new();
+
+/// A node where nobody mounted cgroup2 (cgroup v1 controllers only) still
+/// has the v2 hierarchy, and its programs run for every socket: read it
+/// through a cgroup2 mount of the agent's own. Nothing on the host changes.
+fn private_hierarchy(proc: &Path) -> Result<(AuditRoot, OwnedFd), String> {
+    let mount = PRIVATE.get_or_init(|| private_cgroup2(proc)).as_ref().map_err(Clone::clone)?;
+    // Reached by path through the descriptor, so that what reopens the
+    // root by path (the daemon, between passes) reaches it too.
+    let path = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(mount)));
+    let (fd, id) = open_cgroup_dir(&path).map_err(|e| e.to_string())?;
+    let kind = if id == ROOT_CGROUP_ID { RootKind::Hierarchy } else { RootKind::Pid1Namespace };
+    let note = Some(format!(
+        "no cgroup2 is mounted in PID 1's mount namespace or the agent's (a cgroup v1 node): the v2 hierarchy, whose \
+         programs run for every socket regardless, is read through a cgroup2 mount of the agent's own, made from PID 1's \
+         cgroup namespace and attached nowhere (cgroup id {id} at its top)"
+    ));
+    Ok((AuditRoot { path, cgroup_id: id, kind, note }, fd))
+}
+
+/// fsopen/fsmount of cgroup2, in PID 1's cgroup namespace when the agent
+/// is in another (entered on a thread of its own, which then ends).
+fn private_cgroup2(proc: &Path) -> Result<OwnedFd, String> {
+    use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
+    let make = || -> Result<OwnedFd, String> {
+        let fs = rustix::mount::fsopen("cgroup2", FsOpenFlags::FSOPEN_CLOEXEC)
+            .map_err(|e| format!("fsopen cgroup2: {e}"))?;
+        rustix::mount::fsconfig_create(&fs).map_err(|e| format!("fsconfig(FSCONFIG_CMD_CREATE) cgroup2: {e}"))?;
+        rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, MountAttrFlags::MOUNT_ATTR_RDONLY)
+            .map_err(|e| format!("fsmount cgroup2: {e}"))
+    };
+    let ns = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    let pid1 = proc.join("1/ns/cgroup");
+    if ns(&pid1).is_none_or(|theirs| Some(theirs) == ns(Path::new("/proc/self/ns/cgroup"))) {
+        return make();
+    }
+    let target = fs::File::open(&pid1).map_err(|e| format!("open {}: {e}", pid1.display()))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWCGROUP)
+                .map_err(|e| format!("setns {}: {e}", pid1.display()))?;
+            make()
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the thread that mounts cgroup2 panicked".into()))
+    })
 }
 
 /// The cgroup id of the top of a mount in PID 1's mount namespace, reached
