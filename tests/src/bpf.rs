@@ -202,3 +202,27 @@ pub const CILIUM_SOCKET_LB: [(&str, &str); 10] = [
 pub fn load_cilium_socket_lb() -> Vec<Prog> {
     CILIUM_SOCKET_LB.iter().map(|(n, h)| Prog::load(n, h)).collect()
 }
+
+/// Detaches every program attached with `BPF_PROG_ATTACH` to `cgroup`, on
+/// every hook: what a stand-in CNI attached that way leaves behind when it
+/// exits. Links are not touched (they end with their holder).
+pub fn detach_all(cgroup: &Path) {
+    let Ok(cg) = fs::File::open(cgroup) else { return };
+    for hook in AttachType::all() {
+        let Ok(q) = sys::prog_query(cg.as_fd(), hook.kernel_value(), false) else { continue };
+        for id in q.prog_ids {
+            if let Ok(prog) = sys::prog_fd_by_id(id) {
+                let _ = sys::prog_detach(cg.as_fd(), prog.as_fd(), hook.kernel_value());
+            }
+        }
+    }
+}
+
+/// `detach_all(path)` on drop.
+pub struct DetachAll(pub PathBuf);
+
+impl Drop for DetachAll {
+    fn drop(&mut self) {
+        detach_all(&self.0);
+    }
+}

@@ -55,7 +55,9 @@ pub fn open_dir(path: &Path) -> OwnedFd {
     fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display())).into()
 }
 
-fn remove_tree(path: &Path) {
+/// Removes `path` and every cgroup below it, deepest first, killing what
+/// still runs there and waiting out children still going offline.
+pub fn remove_tree(path: &Path) {
     let Ok(entries) = fs::read_dir(path) else { return };
     for e in entries.flatten() {
         if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {

@@ -13,6 +13,7 @@ pub mod cni;
 pub mod cri;
 pub mod daemon;
 pub mod fuse;
+pub mod guest;
 pub mod kubepods;
 pub mod podman;
 pub mod sandbox;

@@ -19,6 +19,12 @@ pub fn agent_bin() -> PathBuf {
     p
 }
 
+/// The `fixture` binary (tests/src/bin/fixture.rs): `$CGAUDIT_FIXTURE`,
+/// else next to the agent under test.
+pub fn fixture_bin() -> PathBuf {
+    std::env::var_os("CGAUDIT_FIXTURE").map(PathBuf::from).unwrap_or_else(|| agent_bin().with_file_name("fixture"))
+}
+
 /// A finished agent run.
 #[derive(Debug)]
 pub struct Run {

@@ -2,7 +2,10 @@
 //! first (Debian packages), says what it is doing, and fails loudly.
 //!
 //! - `cargo xtask audit [ARGS]`: build the agent and run `agent audit ARGS` here.
-//! - `cargo xtask test`: lints, unit tests, then the privileged real-kernel suite.
+//! - `cargo xtask test`: lints, unit tests, the privileged real-kernel suite
+//!   on this machine's kernel, then the guest suite on each kernel of the
+//!   matrix (Debian's 5.10, 6.1 and 6.12, booted under QEMU: `kernels`,
+//!   `guest`); `--kernel LABEL` runs the suites of the kernels named.
 //! - `cargo xtask build`: the release binary, `target/release/agent`.
 //! - `cargo xtask dist`: the static, stripped binary that ships.
 //! - `cargo xtask image`: the container image, built offline with podman.
@@ -15,6 +18,9 @@
 //! bitcode with: LLVM 22 for nightly 1.97, hence `--features llvm-22`) into
 //! a tools directory (`$CGAUDIT_TOOLS`, default `~/.cache/cgaudit/tools`)
 //! shared by clones.
+
+mod guest;
+mod kernels;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,11 +43,25 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Run every test: format and lint checks, unit tests, then the
-    /// real-kernel integration suite (needs root). Installs missing test
-    /// tools first.
+    /// Run every test: format and lint checks, unit tests, the real-kernel
+    /// integration suite on this machine's kernel, then the guest suite on
+    /// each kernel of the matrix, booted under QEMU (needs root). Installs
+    /// missing test tools and fetches the matrix's kernels first (cached in
+    /// ~/.cache/cgaudit/kernels).
+    ///
+    /// Examples:
+    ///   cargo xtask test                    # everything, as CI runs it
+    ///   cargo xtask test --kernel 6.1       # the guest suite on 6.1 only
+    ///   cargo xtask test --kernel host seed # this kernel, tests named *seed*
+    #[command(verbatim_doc_comment)]
     Test {
-        /// Extra arguments for the integration test binaries (e.g. a test name filter).
+        /// Run only on these kernels (repeatable): `host` (this machine's),
+        /// or a matrix label: 5.10, 6.1, 6.12. Lints and unit tests run
+        /// with `host`.
+        #[arg(long = "kernel", value_name = "LABEL")]
+        kernels: Vec<String>,
+        /// Extra arguments for the integration test binaries; the first one
+        /// that is not a flag also filters the guest tests by name.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -93,10 +113,15 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("containerd", "containerd"),
     ("ctr", "containerd"),
     ("protoc", "protobuf-compiler"),
+    // The kernel matrix: kernels unpacked from Debian packages, booted from
+    // an initramfs.
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("cpio", "cpio"),
+    ("dpkg-deb", "dpkg"),
 ];
 
 /// The static target the shipped binary is built for.
-const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
+pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
 
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -106,7 +131,7 @@ fn image_tag() -> String {
     format!("localhost/cgaudit:{}", version())
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
 }
 
@@ -114,7 +139,7 @@ fn on_path(tool: &str) -> bool {
     std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file())).unwrap_or(false)
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
     let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
@@ -131,14 +156,17 @@ fn is_root() -> bool {
 /// nightly 1.97's LLVM; rebuilt when the toolchain's LLVM changes.
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
-fn tools_dir() -> PathBuf {
-    std::env::var_os("CGAUDIT_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
-        home.join(".cache/cgaudit/tools")
-    })
+/// `~/.cache/cgaudit`: what is built or fetched once and shared by clones.
+pub(crate) fn cache_dir() -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+    home.join(".cache/cgaudit")
 }
 
-fn output(cmd: &mut Command) -> Result<String> {
+fn tools_dir() -> PathBuf {
+    std::env::var_os("CGAUDIT_TOOLS").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("tools"))
+}
+
+pub(crate) fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd.output().with_context(|| format!("could not start {cmd:?}"))?;
     if !out.status.success() {
         bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
@@ -267,14 +295,14 @@ fn setup() -> Result<()> {
 
 /// Test counts summed over every `test result:` line cargo printed.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     passed: u64,
     failed: u64,
     ignored: u64,
 }
 
 impl Tally {
-    fn add_line(&mut self, line: &str) {
+    pub(crate) fn add_line(&mut self, line: &str) {
         let Some(rest) = line.strip_prefix("test result: ") else { return };
         for part in rest.split(';') {
             let mut words = part.split_whitespace().rev();
@@ -311,7 +339,7 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
 
 /// `cargo` in the workspace, with the eBPF tools first on PATH (agent's
 /// build script and aya-build find bpf-linker there).
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(workspace_root());
     let tools = tools_dir().join("bin");
@@ -465,53 +493,90 @@ fn host_traces() -> Result<Vec<String>> {
     Ok(traces)
 }
 
-fn test(args: &[String]) -> Result<()> {
+/// The suite on this machine's kernel: lints, unit tests, then the
+/// privileged integration tests against the real kernel.
+fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
+    // The lints carry project rules (every unsafe block documented).
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args(["clippy", "--workspace", "--exclude", "agent-ebpf", "--all-targets", "--", "-D", "warnings"]))?;
+    run_tests(cargo().args(["test", "--package", "agent", "--package", "xtask"]), tally)?;
+    run(cargo().args(["build", "--package", "agent"]))?;
+    let agent = workspace_root().join("target/debug/agent");
+    // What ships is tested too: the static binary (over ssh) and the image.
+    let static_agent = dist()?;
+    let tag = image()?;
+    let static_fixture = static_fixture()?;
+    // One test at a time: the tests share one kernel, and some audit the
+    // whole node, which another test's programs would disturb.
+    run_tests(
+        cargo()
+            .args(["test", "--package", "integration-tests", "--", "--test-threads=1"])
+            .args(args)
+            .env("CGAUDIT_AGENT", &agent)
+            .env("CGAUDIT_AGENT_STATIC", &static_agent)
+            .env("CGAUDIT_IMAGE", &tag)
+            .env("CGAUDIT_FIXTURE_STATIC", &static_fixture)
+            .env("RUST_BACKTRACE", "1"),
+        tally,
+    )
+}
+
+/// The guest suite on each kernel of `labels`: every kernel runs, and the
+/// failures of all of them come back together.
+fn matrix_suite(labels: &[&str], filter: Option<&str>, tally: &mut Tally) -> Result<Vec<guest::KernelResult>> {
+    let kernels = kernels::fetch(labels)?;
+    let binaries = guest::build(dist()?)?;
+    let initramfs = guest::initramfs(&binaries)?;
+    let first = kernels.first().context("no kernel to boot")?;
+    let accel = guest::probe_accel(first, &initramfs)?;
+    kernels.iter().map(|k| guest::run_kernel(k, &initramfs, accel, filter, tally)).collect()
+}
+
+fn test(kernels: &[String], args: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the integration suite creates cgroups and loads BPF programs: run `cargo xtask test` as root");
     }
+    let known: Vec<&str> = std::iter::once("host").chain(kernels::MATRIX.iter().map(|k| k.label)).collect();
+    if let Some(bad) = kernels.iter().find(|k| !known.contains(&k.as_str())) {
+        bail!("--kernel {bad}: not a kernel of the matrix (one of: {})", known.join(", "));
+    }
+    let selected: Vec<&str> =
+        known.iter().copied().filter(|k| kernels.is_empty() || kernels.iter().any(|s| s == k)).collect();
     setup()?;
     python_tools()?;
     ebpf_toolchain()?;
     let before = host_traces()?;
     let mut tally = Tally::default();
-    let result = (|| {
-        // The lints carry project rules (every unsafe block documented).
-        run(cargo().args(["fmt", "--all", "--check"]))?;
-        run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--exclude",
-            "agent-ebpf",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
-        run_tests(cargo().args(["test", "--package", "agent", "--package", "xtask"]), &mut tally)?;
-        run(cargo().args(["build", "--package", "agent"]))?;
-        let agent = workspace_root().join("target/debug/agent");
-        // What ships is tested too: the static binary (over ssh) and the image.
-        let static_agent = dist()?;
-        let tag = image()?;
-        let static_fixture = static_fixture()?;
-        // One test at a time: the tests share one kernel, and some audit the
-        // whole node, which another test's programs would disturb.
-        run_tests(
-            cargo()
-                .args(["test", "--package", "integration-tests", "--", "--test-threads=1"])
-                .args(args)
-                .env("CGAUDIT_AGENT", &agent)
-                .env("CGAUDIT_AGENT_STATIC", &static_agent)
-                .env("CGAUDIT_IMAGE", &tag)
-                .env("CGAUDIT_FIXTURE_STATIC", &static_fixture)
-                .env("RUST_BACKTRACE", "1"),
-            &mut tally,
-        )
-    })();
-    // One closing line over every test binary (cargo's last line is only the
-    // last binary's).
+    let host = if selected.contains(&"host") { Some(host_suite(args, &mut tally)) } else { None };
+    let matrix: Vec<&str> = selected.iter().copied().filter(|k| *k != "host").collect();
+    let filter = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+    let guests = if matrix.is_empty() { Ok(Vec::new()) } else { matrix_suite(&matrix, filter, &mut tally) };
+    if let Ok(results) = &guests {
+        for r in results {
+            let boots: Vec<String> = r
+                .timings
+                .iter()
+                .map(|(p, init, all)| {
+                    let init = init.map_or("-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()));
+                    format!("{p}: init after {init}, {:.0}s in all", all.as_secs_f64())
+                })
+                .collect();
+            println!("kernel {} ({}): {}", r.label, r.package, boots.join("; "));
+            for f in &r.failures {
+                println!("failed: {f}");
+            }
+        }
+    }
+    // One closing line over every test binary and kernel (cargo's last line
+    // is only the last binary's).
     println!("summary: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.ignored);
-    result?;
+    if let Some(host) = host {
+        host?;
+    }
+    let results = guests?;
+    if let Some(r) = results.iter().find(|r| !r.failures.is_empty()) {
+        bail!("the guest suite failed on {} ({})", r.label, r.failures.join("; "));
+    }
     if tally.passed == 0 {
         bail!("no test ran");
     }
@@ -527,7 +592,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Audit { args } => audit(&args),
-        Task::Test { args } => test(&args).map(|()| ExitCode::SUCCESS),
+        Task::Test { kernels, args } => test(&kernels, &args).map(|()| ExitCode::SUCCESS),
         Task::Build => build().map(|()| ExitCode::SUCCESS),
         Task::Dist => dist().map(|_| ExitCode::SUCCESS),
         Task::Image => image().map(|_| ExitCode::SUCCESS),

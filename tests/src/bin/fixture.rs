@@ -4,13 +4,17 @@
 //!   binary, statically linked): waits for SIGTERM and exits.
 //! - `fixture runc ARGS`: runc ARGS, for the CRI tests' containerd, leaving
 //!   out CPU weights where cgroup v2 has no cpu controller.
-//! - `fixture socket-lb-agent <DIR>`: a CNI agent, for a real container. It
-//!   mounts cgroup2 at DIR (as Cilium mounts /run/cilium/cgroupv2), attaches
-//!   the ten Cilium socket-LB programs to the top of that mount through
-//!   bpf_links, prints `attached`, and sleeps. The links die with the
-//!   process, so killing it cleans up. Copy it as `cilium-agent` to get that
-//!   command name. Only inside a private cgroup namespace: elsewhere the
-//!   mount's top is the real root.
+//! - `fixture socket-lb-agent <DIR> [--join CGROUP] [--private-cgroupns]
+//!   [--attach links|multi|override|none] [--name COMM]`: a CNI agent. It
+//!   joins CGROUP (a directory of the hierarchy), enters a cgroup namespace
+//!   of its own if asked (as a container with `cgroupns=private` runs), names
+//!   itself COMM, mounts cgroup2 at DIR (as Cilium mounts
+//!   /run/cilium/cgroupv2, in the mount namespace it was started in),
+//!   attaches the ten Cilium socket-LB programs to the top of that mount
+//!   (through bpf_links by default, or `BPF_PROG_ATTACH` with those flags),
+//!   prints `attached N`, and sleeps. Links die with the process; programs
+//!   attached with `BPF_PROG_ATTACH` stay until detached. In a private
+//!   cgroup namespace the mount's top is the agent's own cgroup: the seed.
 //! - `fixture bpf-flood <SECONDS> <PER_SECOND>`: a hostile pod's process,
 //!   run unprivileged: calls `bpf(BPF_LINK_DETACH)` on a zeroed attr in a
 //!   loop (each call fails), prints how many calls it made.
@@ -160,23 +164,71 @@ fn main() {
     {
         return flood(seconds, rate);
     }
-    let [_, cmd, dir] = args.as_slice() else {
-        eprintln!(
-            "usage: fixture pause | socket-lb-agent <DIR> | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR> \
-             | remount-paused <PID> <PATH> <TIMEOUT_MS>"
-        );
-        std::process::exit(2);
-    };
-    assert_eq!(cmd, "socket-lb-agent", "unknown command {cmd}");
-    let dir = Path::new(dir);
+    if let [_, cmd, dir, rest @ ..] = args.as_slice()
+        && cmd == "socket-lb-agent"
+    {
+        return socket_lb_agent(Path::new(dir), rest);
+    }
+    eprintln!(
+        "usage: fixture pause | socket-lb-agent <DIR> [--join CGROUP] [--private-cgroupns] [--attach HOW] [--name COMM] \
+         | bpf-flood <SECONDS> <PER_SECOND> | fuse-trap <DIR> | remount-paused <PID> <PATH> <TIMEOUT_MS>"
+    );
+    std::process::exit(2);
+}
+
+fn socket_lb_agent(dir: &Path, flags: &[String]) {
+    let mut flags = flags.iter();
+    let (mut join, mut private, mut attach, mut name) = (None, false, "links".to_owned(), None);
+    while let Some(f) = flags.next() {
+        match f.as_str() {
+            "--join" => join = flags.next().cloned(),
+            "--private-cgroupns" => private = true,
+            "--attach" => attach = flags.next().cloned().expect("--attach HOW"),
+            "--name" => name = flags.next().cloned(),
+            other => panic!("socket-lb-agent: unknown flag {other}"),
+        }
+    }
+    if let Some(cgroup) = join {
+        std::fs::write(Path::new(&cgroup).join("cgroup.procs"), std::process::id().to_string())
+            .unwrap_or_else(|e| panic!("join {cgroup}: {e}"));
+    }
+    if private {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).expect("unshare the cgroup namespace");
+    }
+    if let Some(name) = name {
+        nix::sys::prctl::set_name(&std::ffi::CString::new(name).expect("name")).expect("prctl PR_SET_NAME");
+    }
     std::fs::create_dir_all(dir).expect("mkdir");
     nix::mount::mount(Some("none"), dir, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
         .expect("mount cgroup2");
     let progs = load_cilium_socket_lb();
-    let links: Vec<Link> = progs.iter().map(|p| Link::new(dir, p)).collect();
-    println!("attached {}", links.len());
+    let flags = match attach.as_str() {
+        "links" => None,
+        "multi" => Some(integration_tests::ALLOW_MULTI),
+        "override" => Some(integration_tests::ALLOW_OVERRIDE),
+        "none" => Some(0),
+        other => panic!("--attach {other}: links, multi, override or none"),
+    };
+    let mut links = Vec::new();
+    for p in &progs {
+        match flags {
+            None => links.push(Link::new(dir, p)),
+            Some(flags) => {
+                let cgroup = integration_tests::open_dir(dir);
+                agent::bpf::sys::prog_attach(
+                    std::os::fd::AsFd::as_fd(&cgroup),
+                    std::os::fd::AsFd::as_fd(&p.fd),
+                    p.hook.kernel_value(),
+                    flags,
+                )
+                .unwrap_or_else(|e| panic!("attach {}: {e}", p.name));
+            }
+        }
+    }
+    println!("attached {}", progs.len());
     std::io::stdout().flush().expect("flush");
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
+        let _ = &links;
     }
 }

@@ -1,0 +1,4 @@
+//! Guests booted with cgroup v1 controllers only: nothing mounts cgroup2,
+//! as on a legacy node before a CNI mounts its own.
+
+mod no_cgroup2;

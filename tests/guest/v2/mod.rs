@@ -1,0 +1,3 @@
+//! Guests booted with cgroup2 at /sys/fs/cgroup.
+
+mod seed;

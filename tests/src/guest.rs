@@ -1,0 +1,131 @@
+//! What the guest suite (tests/guest/, run by `cargo xtask test` in each
+//! kernel of the matrix) needs: knowing it runs in a throwaway guest, a
+//! tree of cgroups at the real root, and a CNI agent shaped as production
+//! runs it.
+//!
+//! A guest is a machine of its own: these fixtures use the real root
+//! cgroup, PID 1's namespaces and real mounts (`/run/cilium/cgroupv2`),
+//! which host tests must never touch. They still clean up after each test,
+//! because the next test of the boot shares the kernel.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::cgroup::{cgroup2_root, remove_tree};
+use crate::spawn::fixture_bin;
+
+/// The kernel a guest test runs on.
+#[derive(Debug, Clone)]
+pub struct Guest {
+    /// The matrix's label: `5.10`, `6.1`, `6.12`.
+    pub label: String,
+}
+
+impl Guest {
+    /// (major, minor) of the label, to say what a kernel is expected to do.
+    pub fn version(&self) -> (u32, u32) {
+        let mut parts = self.label.split('.').map(|p| p.parse().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    }
+}
+
+/// Panics unless this runs inside a kernel-matrix guest booted with
+/// `profile` (`v2` or `v1`): these tests change the machine they run on.
+pub fn require(profile: &str) -> Guest {
+    let label = std::env::var("CGAUDIT_GUEST").unwrap_or_default();
+    let boot = std::env::var("CGAUDIT_BOOT").unwrap_or_default();
+    let init = std::fs::read_link("/proc/1/exe").unwrap_or_default();
+    assert!(
+        !label.is_empty() && init == Path::new("/init"),
+        "the guest suite runs only as PID 1's child in a kernel-matrix guest (`cargo xtask test --kernel 6.1`): \
+         it uses the real root cgroup and PID 1's namespaces"
+    );
+    assert_eq!(boot, profile, "a {profile} test in a {boot} boot");
+    Guest { label }
+}
+
+/// Cgroups made below the real root for one test (the kubepods layout a
+/// node has), removed deepest first on drop; directories that were there
+/// before are left alone.
+pub struct RootTree {
+    pub root: PathBuf,
+    made: Vec<PathBuf>,
+}
+
+impl RootTree {
+    pub fn new() -> RootTree {
+        RootTree { root: cgroup2_root(), made: Vec::new() }
+    }
+
+    /// At `root`: a cgroup2 mount whose top is the hierarchy root.
+    pub fn at(root: &Path) -> RootTree {
+        RootTree { root: root.to_owned(), made: Vec::new() }
+    }
+
+    /// Makes `rel` and any missing parent; returns its path.
+    pub fn mkdir(&mut self, rel: &str) -> PathBuf {
+        let mut p = self.root.clone();
+        for part in rel.trim_start_matches('/').split('/') {
+            p.push(part);
+            if !p.exists() {
+                std::fs::create_dir(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+                self.made.push(p.clone());
+            }
+        }
+        p
+    }
+}
+
+impl Default for RootTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for RootTree {
+    fn drop(&mut self) {
+        for p in self.made.iter().rev() {
+            remove_tree(p);
+        }
+    }
+}
+
+/// A CNI agent as production runs it: `fixture socket-lb-agent`, named
+/// `cilium-agent`, in the container cgroup `join`, in a cgroup namespace of
+/// its own when `private`, mounting cgroup2 at `mount` in PID 1's mount
+/// namespace and attaching the ten socket-LB programs to its top (`attach`:
+/// `links`, `multi`, `override`, `none`). Killed on drop, and its mount
+/// detached; programs it attached with `BPF_PROG_ATTACH` stay (see
+/// `detach_all`).
+pub struct StandInCni {
+    child: Child,
+    pub pid: u32,
+    pub mount: PathBuf,
+}
+
+impl StandInCni {
+    pub fn start(mount: &str, join: &Path, private: bool, attach: &str) -> StandInCni {
+        let mut cmd = Command::new(fixture_bin());
+        cmd.args(["socket-lb-agent", mount, "--join"]).arg(join).args(["--attach", attach, "--name", "cilium-agent"]);
+        if private {
+            cmd.arg("--private-cgroupns");
+        }
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).spawn().expect("spawn fixture socket-lb-agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read the stand-in CNI");
+        let pid = child.id();
+        let cni = StandInCni { child, pid, mount: PathBuf::from(mount) };
+        assert_eq!(line.trim(), "attached 10", "the stand-in CNI did not attach");
+        cni
+    }
+}
+
+impl Drop for StandInCni {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Its mount outlives it in PID 1's mount namespace.
+        while nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH).is_ok() {}
+    }
+}
