@@ -1,6 +1,6 @@
 //! The record the `cgroup-events` programs send the agent for each change
 //! the kernel made to the cgroup tree's BPF programs (an attach, a detach, a
-//! link's program replaced, a cgroup link freed) or to the tree itself (a
+//! link's program replaced, a cgroup link released) or to the tree itself (a
 //! cgroup made or removed), and the layout the agent hands them.
 
 /// A `bpf(2)` call that changes cgroup attachments returned success.
@@ -16,6 +16,9 @@ pub const BPF_PROG_DETACH: u32 = 9;
 pub const BPF_LINK_CREATE: u32 = 28;
 pub const BPF_LINK_UPDATE: u32 = 29;
 pub const BPF_LINK_DETACH: u32 = 34;
+/// Not a bpf(2) command: a cgroup link ended without `BPF_LINK_DETACH`
+/// (its last fd was closed, or its cgroup went).
+pub const LINK_RELEASED: u32 = 1000;
 
 /// `attach_type` when the command does not carry one.
 pub const NO_ATTACH_TYPE: u32 = u32::MAX;
@@ -27,13 +30,24 @@ pub const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 /// Longest cgroup name (`NAME_MAX`) plus its NUL.
 pub const NAME_SIZE: usize = 256;
 
+/// Which fields of an `EVENT_BPF` record were resolved from the caller's
+/// file descriptors (which another of its threads may swap while the call
+/// runs) rather than read from the kernel's own objects: hints, that the
+/// agent checks against what it reads again.
+pub const HINT_CGROUP: u32 = 1;
+pub const HINT_PROG: u32 = 2;
+pub const HINT_LINK: u32 = 4;
+/// The call's arguments could not be read at all (`cgroup_id`,
+/// `attach_type`, `prog_id` are unknown, not zero).
+pub const UNREAD: u32 = 8;
+
 /// One change. Written with only `name_len` bytes of `name`.
 ///
-/// For `EVENT_BPF` the fields are what the call named, read when it was
-/// made (`sys_enter`) and sent when it succeeded (`sys_exit`): the target fd
-/// resolved in the kernel to the cgroup it opens, the program and link fds
-/// to their ids. The caller may change its arguments or its fds while the
-/// call runs, so the agent treats them as a hint and reads the cgroup again.
+/// For `EVENT_BPF`: the kernel functions that make cgroup attachments
+/// report them once they succeeded (fexit, kretprobe; the kernel's own
+/// copy of the call's attr and its return value), or, with syscall tracing,
+/// the `bpf(2)` call does at its exit. `hints` says which fields came
+/// through the caller's file descriptors.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct CgroupEvent {
@@ -65,7 +79,8 @@ pub struct CgroupEvent {
     pub link_id: u32,
     pub comm: [u8; 16],
     pub name_len: u32,
-    pub _pad: u32,
+    /// `HINT_*` and `UNREAD` bits.
+    pub hints: u32,
     /// EVENT_MKDIR: the new cgroup's name.
     pub name: [u8; NAME_SIZE],
 }
@@ -79,13 +94,20 @@ pub const EVENT_HEADER: usize = 96;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EventsLayout {
-    /// `bpf(2)`'s syscall numbers (native, and 32-bit compat or 0).
+    /// Syscall tracing only (x86_64): `bpf(2)`'s native and ia32 numbers,
+    /// and the `struct pt_regs` members holding the syscall number at exit,
+    /// the first two arguments of a 64-bit call (`di`, `si`) and of an ia32
+    /// one (`bx`, `cx`).
     pub nr_bpf: u32,
-    pub nr_bpf_compat: u32,
-    /// `struct pt_regs`: the syscall number at exit, the first two arguments.
+    pub nr_bpf_ia32: u32,
     pub regs_nr: u32,
     pub regs_arg0: u32,
     pub regs_arg1: u32,
+    pub regs_ia32_arg0: u32,
+    pub regs_ia32_arg1: u32,
+    /// `struct task_struct.thread_info.status`, whose `TS_COMPAT` bit marks
+    /// an ia32 syscall in progress.
+    pub task_status: u32,
     /// `struct task_struct.files`, `struct files_struct.fdt`,
     /// `struct fdtable`: `max_fds`, `fd`.
     pub task_files: u32,
@@ -102,12 +124,14 @@ pub struct EventsLayout {
     /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
     pub prog_aux: u32,
     pub aux_id: u32,
-    /// `struct bpf_link`: `id`, `type`.
+    /// `struct bpf_link`: `id`, `type`, `prog`.
     pub link_id: u32,
     pub link_type: u32,
-    /// `struct bpf_cgroup_link`: `link` (embedded), `cgroup`.
+    pub link_prog: u32,
+    /// `struct bpf_cgroup_link`: `link` (embedded), `cgroup`, `type`.
     pub cgroup_link_link: u32,
     pub cgroup_link_cgroup: u32,
+    pub cgroup_link_type: u32,
     /// `struct cgroup.kn`; `struct kernfs_node`: `id`, `parent`, `name`.
     pub cgroup_kn: u32,
     pub kn_id: u32,
@@ -115,12 +139,23 @@ pub struct EventsLayout {
     pub kn_name: u32,
 }
 
+/// x86's `TS_COMPAT` (arch/x86/include/asm/thread_info.h): an ia32
+/// syscall is in progress. Set at syscall entry, cleared on the way back to
+/// user mode, after the `sys_exit` tracepoint.
+pub const TS_COMPAT: u32 = 0x0002;
+/// x86's `__X32_SYSCALL_BIT`: an x32 call (64-bit registers, the native
+/// numbers with this bit set).
+pub const X32_SYSCALL_BIT: u64 = 0x4000_0000;
+
 /// What the programs count in their `STATUS` array (per CPU): events the
 /// ring buffer, the budget or the table of calls in flight had no room for ...
 pub const STATUS_LOST: u32 = 0;
-/// ... and kernel reads that failed (the event was sent without the field).
+/// ... kernel reads that failed (the event was sent without the field) ...
 pub const STATUS_READ_FAILED: u32 = 1;
-pub const STATUS_SLOTS: u32 = 2;
+/// ... and calls whose attr could not be read from user memory (syscall
+/// tracing: sent as `UNREAD`, never as zeros; counted, never logged).
+pub const STATUS_UNREADABLE: u32 = 2;
+pub const STATUS_SLOTS: u32 = 3;
 
 /// Events a CPU may send per second, and in one burst: beyond that they are
 /// counted lost (the agent then reads the whole tree), so no workload can

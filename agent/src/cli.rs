@@ -11,6 +11,7 @@ use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
 use crate::cgroup::root::{self, RootError};
 use crate::findings::Policy;
 use crate::scan::{ScanOptions, WalkMethod};
+use crate::trace::{Requested, Source};
 
 /// The shortest `--interval`: shorter would audit without pause.
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -82,11 +83,14 @@ pub enum Command {
     /// attached to or detached from a cgroup, a cgroup made or removed),
     /// updating only what changed; serves Prometheus metrics.
     ///
-    /// Event tracing reads each bpf() call at the raw_syscalls tracepoints
-    /// and each cgroup made or removed, through BTF raw tracepoints (kernel
-    /// 5.8+ with BTF, CAP_BPF and CAP_PERFMON); no tracefs mount. When it
-    /// cannot start, the daemon says why once, exports
-    /// cgaudit_event_tracing_active 0 and keeps polling.
+    /// Changes come from the best source the kernel allows (--events):
+    /// fexit programs on the kernel functions that change cgroup attachments,
+    /// else kprobes on them, else reading (cgroup mkdir/rmdir tracepoints and
+    /// a sweep of every attachment every few seconds). None of these slows
+    /// other processes' syscalls. The source is chosen by trying each at
+    /// start, logged with why the better ones were refused, and exported as
+    /// cgaudit_event_source{source}. Needs BTF, CAP_BPF and CAP_PERFMON; no
+    /// tracefs mount.
     ///
     /// HTTP endpoints on --listen:
     ///   /metrics  Prometheus text format
@@ -247,6 +251,39 @@ pub enum AuditEndpoint {
     Off,
 }
 
+/// `--events`: where the daemon learns of attachment changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Events {
+    /// The best of fexit, kprobe and reading that this kernel allows.
+    Auto,
+    /// fexit/fentry on the kernel functions that change cgroup attachments
+    /// (no cost to other syscalls; x86_64 5.5+ with BTF).
+    Fexit,
+    /// kprobes on the same functions (no cost to other syscalls).
+    Kprobe,
+    /// No hook on attachments: cgroup mkdir/rmdir tracepoints and a sweep of
+    /// every attachment every 2 to 8 seconds (no cost to other syscalls).
+    Reading,
+    /// A program at every syscall's exit: names the caller of every bpf()
+    /// call, and roughly doubles the cost of each syscall on the node.
+    Syscalls,
+    /// None: the whole tree every --interval.
+    None,
+}
+
+impl Events {
+    pub fn requested(self) -> Requested {
+        match self {
+            Events::Auto => Requested::Auto,
+            Events::Fexit => Requested::Only(Source::Fexit),
+            Events::Kprobe => Requested::Only(Source::Kprobe),
+            Events::Reading => Requested::Only(Source::Reading),
+            Events::Syscalls => Requested::Only(Source::Syscalls),
+            Events::None => Requested::Only(Source::None),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Remediate {
     Off,
@@ -276,8 +313,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = interval)]
     pub interval: Duration,
 
-    /// Do not trace kernel events: audit on the interval only.
-    #[arg(long)]
+    /// Where the daemon learns of changes to cgroup attachments between
+    /// full passes. `auto` tries fexit, then kprobe, then reading, and logs
+    /// which runs and why the better ones were refused; the others run that
+    /// source or refuse to start. `syscalls` slows every syscall of every
+    /// process on the node (a getppid() loop ran twice as slow here) and is
+    /// only for when the attaching process must be named and neither fexit
+    /// nor kprobe is allowed.
+    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = Events::Auto)]
+    pub events: Events,
+
+    /// Read the tree only every --interval (the same as `--events none`).
+    #[arg(long, conflicts_with = "events")]
     pub no_tracing: bool,
 
     /// Who may read /audit and /events, which name the node's cgroups,

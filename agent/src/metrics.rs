@@ -6,7 +6,8 @@
 //! node has few findings. Series known in advance are exported as 0.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use strum::IntoEnumIterator;
@@ -15,6 +16,7 @@ use crate::bpf::{AttachType, BpfCommand};
 use crate::findings::{Finding, Kind, Severity};
 use crate::owner::Owner;
 use crate::report::Report;
+use crate::trace::Source;
 
 /// Why a full pass over the tree was run (the `trigger` label of
 /// `cgaudit_audits_total`). Events that the picture can place update it
@@ -63,6 +65,9 @@ pub struct Metrics {
     attach_events: IntCounterVec,
     events_lost: IntCounter,
     tracing_active: IntGauge,
+    event_source: IntGaugeVec,
+    attachment_sweeps: IntCounter,
+    sweep_period: Gauge,
     remediations: IntCounterVec,
     hook_programs_max: IntGaugeVec,
 }
@@ -163,7 +168,24 @@ impl Metrics {
             ),
             tracing_active: gauge(
                 "event_tracing_active",
-                "1 when kernel event tracing runs, 0 when the daemon only polls.",
+                "1 when changes to cgroup attachments arrive as kernel events (fexit, kprobe or syscall tracing), 0 when they are found by reading.",
+            ),
+            event_source: gauge_vec(
+                "event_source",
+                "1 for the source the daemon learns of attachment changes from (fexit, kprobe, reading, syscalls, none), chosen at start by trying each.",
+                &["source"],
+            ),
+            attachment_sweeps: counter(
+                "attachment_sweeps_total",
+                "Attachment sweeps of the reading fallback (every cgroup's own programs compared with the picture).",
+            ),
+            sweep_period: register(
+                &r,
+                Gauge::new(
+                    "attachment_sweep_period_seconds",
+                    "Time between attachment sweeps of the reading fallback (a hundred times what one takes, 2s to 8s); 0 with another source.",
+                )
+                .expect("valid metric"),
             ),
             remediations: counter_vec(
                 "remediations_total",
@@ -190,6 +212,9 @@ impl Metrics {
                 m.attach_events.with_label_values(&[cmd.as_str(), "none"]);
             }
         }
+        for source in Source::iter() {
+            m.event_source.with_label_values(&[source.as_str()]).set(0);
+        }
         for result in ["nothing_to_do", "dry_run", "done", "refused", "failed"] {
             m.remediations.with_label_values(&["remount", result]);
         }
@@ -213,8 +238,20 @@ impl Metrics {
         }
     }
 
-    pub fn set_tracing_active(&self, active: bool) {
-        self.tracing_active.set(i64::from(active));
+    /// The event source the daemon runs with.
+    pub fn set_event_source(&self, source: Source) {
+        for s in Source::iter() {
+            self.event_source.with_label_values(&[s.as_str()]).set(i64::from(s == source));
+        }
+        self.tracing_active.set(i64::from(source.traces_calls()));
+    }
+
+    pub fn attachment_sweep(&self) {
+        self.attachment_sweeps.inc();
+    }
+
+    pub fn set_sweep_period(&self, period: std::time::Duration) {
+        self.sweep_period.set(period.as_secs_f64());
     }
 
     pub fn attach_event(&self, command: BpfCommand, attach_type: Option<AttachType>) {

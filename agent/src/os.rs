@@ -60,3 +60,12 @@ pub fn inherited_fd(n: RawFd) -> Option<OwnedFd> {
     // this use and nothing else in the process owns it.
     Some(unsafe { OwnedFd::from_raw_fd(n) })
 }
+
+/// Sets the real uid of the calling thread only (the raw `setresuid(2)`:
+/// libc's wrapper changes every thread of the process). The effective and
+/// saved uids stay as they are, and with them the capabilities.
+pub fn set_thread_real_uid(uid: u32) -> io::Result<()> {
+    // SAFETY: setresuid takes three integers; -1 leaves an id unchanged.
+    let r = unsafe { libc::syscall(libc::SYS_setresuid, uid as libc::c_long, -1 as libc::c_long, -1 as libc::c_long) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}

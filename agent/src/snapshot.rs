@@ -209,6 +209,12 @@ pub enum Change {
         /// The link created, updated or detached.
         link_id: Option<u32>,
         flags: u32,
+        /// Which fields came through the caller's file descriptors, which
+        /// another of its threads may swap while the call runs (`cgroup`,
+        /// `prog`, `link`), or `unread`: the call's arguments could not be
+        /// read at all.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        hints: Vec<&'static str>,
     },
     CgroupMade {
         cgroup_id: u64,

@@ -112,6 +112,7 @@ const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
 pub(crate) const KIND_FUNC: u32 = 12;
+const KIND_FUNC_PROTO: u32 = 13;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
 
@@ -209,6 +210,19 @@ impl<'a> Types<'a> {
     /// The id of the `BTF_KIND_FUNC` named `name`.
     pub fn func_id(&self, name: &str) -> Result<u32, BtfError> {
         self.find(KIND_FUNC, name).ok_or_else(|| BtfError::Missing(format!("function {name}")))
+    }
+
+    /// How many arguments the function `name` takes (its `FUNC_PROTO`'s
+    /// parameters): an fexit program reads the return value in the slot
+    /// after the last one, so it is checked before loading.
+    pub fn func_arity(&self, name: &str) -> Result<u32, BtfError> {
+        let func = self.func_id(name)?;
+        let proto = self.header(func).map(|h| h.4).ok_or(BtfError::Malformed)?;
+        let h = self.header(proto).ok_or(BtfError::Malformed)?;
+        if h.1 != KIND_FUNC_PROTO {
+            return Err(BtfError::Malformed);
+        }
+        Ok(h.2 as u32)
     }
 
     /// The id of the `BTF_KIND_TYPEDEF` named `name` (`btf_trace_<event>`
@@ -510,5 +524,13 @@ mod tests {
         );
         let id = types.func_id("bpf_iter_cgroup").unwrap();
         assert_eq!(type_name(&data, id).as_deref(), Some("bpf_iter_cgroup"));
+    }
+
+    #[test]
+    fn a_functions_arity_is_its_prototypes_parameter_count() {
+        let (data, _, _) = blob();
+        let types = Types::parse(&data).unwrap();
+        assert_eq!(types.func_arity("cil_sock4_connect"), Ok(1));
+        assert_eq!(types.func_arity("nope"), Err(BtfError::Missing("function nope".into())));
     }
 }

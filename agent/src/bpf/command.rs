@@ -1,4 +1,5 @@
-//! The bpf(2) commands that change cgroup attachments.
+//! The bpf(2) commands that change cgroup attachments (and the one change
+//! that needs no command: a cgroup link released).
 
 use serde::Serialize;
 
@@ -12,6 +13,9 @@ pub enum BpfCommand {
     LinkCreate,
     LinkUpdate,
     LinkDetach,
+    /// Not a command: a cgroup link ended because its last fd was closed
+    /// (or it was detached; the kernel reports both).
+    LinkReleased,
 }
 
 impl BpfCommand {

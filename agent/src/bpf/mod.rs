@@ -5,6 +5,7 @@ pub(crate) mod btf;
 pub(crate) mod bytes;
 pub(crate) mod command;
 pub(crate) mod iter;
+pub(crate) mod memlock;
 
 pub(crate) mod object;
 pub(crate) mod pins;

@@ -460,6 +460,37 @@ pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u3
     unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
 }
 
+/// `BPF_PROG_ATTACH` with `BPF_F_REPLACE` (5.6): `prog` takes the place of
+/// `old` on a hook attached with `BPF_F_ALLOW_MULTI`, in one call.
+#[cfg(any(test, feature = "test-support"))]
+pub fn prog_attach_replace(
+    cgroup: BorrowedFd<'_>,
+    prog: BorrowedFd<'_>,
+    old: BorrowedFd<'_>,
+    attach_type: u32,
+) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_bpf_fd = prog.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_type = attach_type;
+    attr.__bindgen_anon_5.attach_flags = aya_obj::generated::BPF_F_ALLOW_MULTI | aya_obj::generated::BPF_F_REPLACE;
+    attr.__bindgen_anon_5.replace_bpf_fd = old.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_MAP_CREATE` of the smallest map there is (an array of one u32):
+/// what probing the kernel's memory accounting needs.
+pub(crate) fn tiny_map() -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_1.map_type = aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_ARRAY as u32;
+    attr.__bindgen_anon_1.key_size = 4;
+    attr.__bindgen_anon_1.value_size = 4;
+    attr.__bindgen_anon_1.max_entries = 1;
+    // SAFETY: no pointers in this command; it returns a new fd.
+    unsafe { sys_bpf_fd("BPF_MAP_CREATE", bpf_cmd::BPF_MAP_CREATE, &mut attr) }
+}
+
 /// `BPF_PROG_DETACH` of one program from a cgroup.
 pub fn prog_detach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<()> {
     let mut attr = zeroed_attr();

@@ -14,6 +14,11 @@ pub fn main(args: &RunArgs) -> u8 {
         tracing::error!("{e}");
         return EXIT_UNKNOWN;
     }
+    // Before any thread: the probe lowers this process's RLIMIT_MEMLOCK
+    // for the time of one bpf() call.
+    if let Some(warning) = crate::bpf::memlock::prepare() {
+        tracing::warn!("{warning}");
+    }
     let rt =
         match tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("cgaudit").enable_all().build()
         {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::cli::RunArgs;
-use crate::trace::{self, TraceMessage, Tracer};
+use crate::trace::{self, Requested, Source, TraceMessage};
 use worker::{Config, Msg, Shared, Worker};
 
 /// Messages waiting for the worker; beyond this, events count as lost (and
@@ -37,43 +37,41 @@ pub async fn serve(args: &RunArgs) -> u8 {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(QUEUE);
     let stop_reader = Arc::new(AtomicBool::new(false));
 
-    let tracer = if args.no_tracing {
-        Err("disabled by --no-tracing".to_owned())
-    } else {
-        Tracer::start().map_err(|e| e.to_string())
+    let requested = if args.no_tracing { Requested::Only(Source::None) } else { args.events.requested() };
+    let started = match trace::start(requested) {
+        Ok(s) => s,
+        Err(why) => {
+            tracing::error!(reason = %why, "the event source asked for with --events cannot run here");
+            return 2;
+        }
     };
-    let reader = match tracer {
-        Ok(tracer) => {
+    let source = started.source;
+    tracing::info!(source = source.as_str(), "{}", started.summary());
+    let reader = match started.tracer {
+        Some(tracer) => {
             let events = tx.clone();
             let reader = trace::spawn_reader(tracer, stop_reader.clone(), move |msg| match msg {
                 TraceMessage::Event(e) => events.try_send(Msg::Event(e)).is_ok(),
                 TraceMessage::Lost(total) => events.try_send(Msg::Lost(total)).is_ok(),
             });
             match reader {
-                Ok(r) => {
-                    shared.metrics.set_tracing_active(true);
-                    tracing::info!("event tracing active: bpf(2) calls on cgroup hooks, cgroup mkdir and rmdir");
-                    Some(r)
-                }
+                Ok(r) => Some(r),
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot start the event reader thread; auditing on the interval only");
-                    None
+                    tracing::error!(error = %e, "cannot start the event reader thread");
+                    return 2;
                 }
             }
         }
-        Err(why) => {
-            shared.metrics.set_tracing_active(false);
-            tracing::warn!(reason = %why, interval = ?args.interval, "event tracing unavailable; auditing on the interval only");
-            None
-        }
+        None => None,
     };
+    shared.metrics.set_event_source(source);
 
     let config = Config {
         scan: args.scan.options(),
         policy: args.scan.policy(),
         interval: args.interval,
         remediate: args.remediate,
-        tracing: reader.is_some(),
+        source,
     };
     let (worker_done_tx, mut worker_done) = watch::channel(false);
     let worker_shared = shared.clone();

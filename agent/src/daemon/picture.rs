@@ -36,11 +36,38 @@ pub enum Effect {
     /// Applied; `findings` says whether the findings may differ now.
     Applied { findings: bool },
     /// Read this cgroup's hooks again and hand them to `set_hook`; fetch
-    /// `programs` not yet known (or not by their full name).
-    Reread { cgroup_id: u64, path: String, programs: Vec<u32> },
+    /// `programs` not yet known (or not by their full name). `check`: what
+    /// the reading must show, when the event named its cgroup only through
+    /// the caller's file descriptor (another of its threads may have swapped
+    /// it): if it does not, the event was about another cgroup, and only a
+    /// full pass can tell which.
+    Reread { cgroup_id: u64, path: String, programs: Vec<u32>, check: Check },
     /// A change the picture cannot place (a cgroup call whose target was not
     /// readable): only a full pass can tell what changed.
     Unplaced,
+}
+
+/// What re-reading a cgroup after an event must show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing: the event's cgroup came from the kernel's own objects.
+    None,
+    /// The program the call attached, on the hook it named.
+    Holds { prog_id: u32, hook: AttachType },
+    /// Something gone that the picture had: what the call detached.
+    Removes,
+}
+
+impl Check {
+    /// Whether a reading that removed `removed` and added or kept
+    /// `now` (the hook's programs as listed now) bears the event out.
+    pub fn holds(self, removed: &[Attachment], now: &[crate::bpf::query::Attached]) -> bool {
+        match self {
+            Check::None => true,
+            Check::Holds { prog_id, hook } => now.iter().any(|a| a.prog_id == prog_id && a.attach_type == hook),
+            Check::Removes => !removed.is_empty(),
+        }
+    }
 }
 
 /// A hook's programs as the kernel lists them, and the attach point's flags.
@@ -97,6 +124,32 @@ impl Picture {
         changed
     }
 
+    /// The CNI agents running now; whether they changed.
+    pub fn set_cni_processes(&mut self, agents: Vec<crate::snapshot::CniProcess>) -> bool {
+        let changed = agents != self.snap.cni_processes;
+        if changed {
+            self.snap.cni_processes = agents;
+            self.generation += 1;
+        }
+        changed
+    }
+
+    /// PID 1's cgroup2 mounts as they are now, their tops named by the
+    /// picture's tree; whether they changed.
+    pub fn set_mounts(&mut self, mut mounts: Vec<crate::snapshot::CgroupMount>) -> bool {
+        for m in &mut mounts {
+            if let crate::snapshot::MountTop::Known { cgroup_id, cgroup } = &mut m.top {
+                *cgroup = self.path(*cgroup_id);
+            }
+        }
+        let changed = mounts != self.snap.mounts;
+        if changed {
+            self.snap.mounts = mounts;
+            self.generation += 1;
+        }
+        changed
+    }
+
     /// Keeps the recent events, for "who attached what".
     pub fn set_events(&mut self, events: Vec<Event>) {
         for id in events.iter().map(|e| e.caller_cgroup_id) {
@@ -136,7 +189,8 @@ impl Picture {
         match &e.change {
             Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name),
             Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
-            Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, .. } => {
+            Change::BpfCall { hints, .. } if hints.contains(&"unread") => Effect::Unplaced,
+            Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, hints, .. } => {
                 // A link's cgroup as the picture knows it, when the call did
                 // not name one (a defunct link, or an unreadable fd).
                 let known_link =
@@ -161,6 +215,11 @@ impl Picture {
                             self.generation += 1;
                         }
                     }
+                    (BpfCommand::LinkReleased, Some(link)) => {
+                        // Its last reference went: the link is no more.
+                        self.snap.cgroup_links.retain(|l| l.link_id != *link);
+                        self.generation += 1;
+                    }
                     (BpfCommand::LinkUpdate, Some(link)) => {
                         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.link_id == *link) {
                             if let Some(prog) = prog_id {
@@ -170,8 +229,18 @@ impl Picture {
                     }
                     _ => {}
                 }
+                // What the reading must show, when the cgroup came through
+                // the caller's fd.
+                let check = match (command, prog_id, attach_type) {
+                    _ if !hints.contains(&"cgroup") => Check::None,
+                    (BpfCommand::ProgAttach | BpfCommand::LinkCreate, Some(prog), Some(hook)) => {
+                        Check::Holds { prog_id: *prog, hook: *hook }
+                    }
+                    (BpfCommand::ProgDetach, _, _) => Check::Removes,
+                    _ => Check::None,
+                };
                 match cgroup {
-                    Some(cg) if self.known(cg) => self.reread(cg, prog_id),
+                    Some(cg) if self.known(cg) => self.reread(cg, prog_id, check),
                     // Elsewhere on the node (outside the audited tree).
                     Some(_) => Effect::Nothing,
                     // A call on a cgroup hook, or on a cgroup link we know,
@@ -209,13 +278,13 @@ impl Picture {
         touched.into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
     }
 
-    fn reread(&self, cgroup_id: u64, prog: &Option<u32>) -> Effect {
+    fn reread(&self, cgroup_id: u64, prog: &Option<u32>, check: Check) -> Effect {
         let Some(path) = self.path(cgroup_id) else { return Effect::Nothing };
         // Programs the picture does not know, or knows only by a name the
         // full pass did not resolve (it was loaded, not yet attached).
         let programs =
             prog.iter().copied().filter(|id| self.snap.programs.get(id).is_none_or(|p| p.name_unresolved())).collect();
-        Effect::Reread { cgroup_id, path, programs }
+        Effect::Reread { cgroup_id, path, programs, check }
     }
 
     fn made(&mut self, id: u64, parent: u64, name: &str) -> Effect {
@@ -391,6 +460,37 @@ impl Picture {
         }
     }
 
+    /// cgroups in the tree the picture holds, the root included.
+    pub fn cgroups(&self) -> u64 {
+        self.nodes.len() as u64 + 1
+    }
+
+    /// The cgroups (with their paths) whose own programs, as an attachment
+    /// sweep found them, differ from the picture's: to read again.
+    pub fn differs_from(&self, swept: &HashMap<u64, Vec<Attached>>) -> Vec<(u64, String)> {
+        let key = |t: AttachType, p: u32, f: AttachFlags| (t, p, f as u8);
+        let mut mine: HashMap<u64, Vec<(AttachType, u32, u8)>> = HashMap::new();
+        for a in &self.snap.attachments {
+            mine.entry(a.cgroup_id).or_default().push(key(a.attach_type, a.prog_id, a.attach_flags));
+        }
+        let mut differ: Vec<u64> = Vec::new();
+        for (id, progs) in swept {
+            let mut theirs: Vec<_> = progs.iter().map(|a| key(a.attach_type, a.prog_id, a.flags)).collect();
+            theirs.sort_unstable();
+            let ours = mine.remove(id).map(|mut v| {
+                v.sort_unstable();
+                v
+            });
+            if ours.as_ref() != Some(&theirs) {
+                differ.push(*id);
+            }
+        }
+        // Whatever the picture still has, the sweep found gone.
+        differ.extend(mine.into_keys());
+        differ.sort_unstable();
+        differ.into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+    }
+
     /// Adds programs the worker read for `Effect::Reread`.
     pub fn add_programs(&mut self, programs: impl IntoIterator<Item = crate::bpf::programs::Program>) {
         for p in programs {
@@ -446,6 +546,7 @@ mod tests {
             prog_id: Some(prog_id),
             link_id,
             flags: 2,
+            hints: vec!["cgroup"],
         }
     }
 
@@ -461,7 +562,8 @@ mod tests {
         let path = format!("/kubepods/burstable/pod{POD_UID}/ctr");
         assert_eq!(p.path(5).as_deref(), Some(path.as_str()));
         let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
-        assert_eq!(e, Effect::Reread { cgroup_id: 5, path, programs: vec![90] });
+        let check = Check::Holds { prog_id: 90, hook: t("device") };
+        assert_eq!(e, Effect::Reread { cgroup_id: 5, path, programs: vec![90], check });
         let (removed, added, findings) = p.set_hook(5, &all(), &[multi("device", 90)], None);
         assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
         assert_eq!(p.snapshot().attachments.len(), 1);
@@ -495,6 +597,7 @@ mod tests {
             prog_id: Some(1),
             link_id: Some(9),
             flags: 0,
+            hints: vec![],
         };
         assert_eq!(p.apply(&ev(xdp)), Effect::Nothing);
     }
@@ -562,6 +665,7 @@ mod tests {
             prog_id: None,
             link_id: Some(3),
             flags: 0,
+            hints: vec![],
         };
         assert!(matches!(p.apply(&ev(detach)), Effect::Reread { cgroup_id: 4, .. }));
         assert_eq!(p.snapshot().cgroup_links[0].cgroup_id, 0, "defunct while something holds it");

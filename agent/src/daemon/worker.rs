@@ -19,9 +19,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use rand::Rng;
 
-use super::picture::{Effect, Picture};
+use super::picture::{Check, Effect, Picture};
 use crate::bpf::AttachType;
 use crate::bpf::programs;
+use crate::bpf::query::Support;
 use crate::cgroup::root;
 use crate::cli::Remediate;
 use crate::findings::{self, Finding, Kind, Policy, Severity};
@@ -31,13 +32,32 @@ use crate::report::{Report, Status, Verdict};
 use crate::scan::names::Namer;
 use crate::scan::visit::{self, WalkContext};
 use crate::scan::{self, ScanOptions};
-use crate::snapshot::Event;
+use crate::snapshot::{Change, Event};
+use crate::trace::Source;
 
 /// Full passes asked for by events are at least this far apart.
 pub const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
-/// How often the cgroup links are listed, while events are traced: a link
-/// whose last fd was closed ends without a bpf(2) call.
+/// How often the cgroup links are listed under syscall tracing: a link
+/// whose last fd was closed ends without a bpf(2) call (the kernel-side
+/// sources see that release).
 const LINK_SWEEP: Duration = Duration::from_secs(5);
+/// The reading fallback's attachment sweep: at most a hundredth of the
+/// worker's time (its period is a hundred times what the last sweep took),
+/// between these bounds (the upper one is also capped at --interval).
+const SWEEP_MIN: Duration = Duration::from_secs(2);
+const SWEEP_MAX: Duration = Duration::from_secs(8);
+const SWEEP_SHARE: u32 = 100;
+/// The reading fallback reads a new cgroup again this long after it
+/// appears: runtimes attach their device programs right after the mkdir.
+const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
+/// New cgroups waiting for that read; past this, the sweep finds them.
+const NEW_CGROUPS_QUEUED: usize = 4096;
+/// What no event reports is read again before a judgement, at most this
+/// often: the CNI agents (a CNI agent that starts or stops changes
+/// leftovers and configured-but-absent findings) and PID 1's cgroup2
+/// mounts (the cause of a misattachment). A judgement that comes sooner is
+/// made again once they are read.
+const NODE_STATE_EVERY: Duration = Duration::from_secs(2);
 /// Retry delay while no full pass has succeeded yet (e.g. the root is not there).
 const RETRY: Duration = Duration::from_secs(1);
 /// Events kept for "who attached what".
@@ -98,8 +118,36 @@ pub struct Config {
     pub policy: Policy,
     pub interval: Duration,
     pub remediate: Remediate,
-    /// Events are traced: sweep the links between full passes.
-    pub tracing: bool,
+    /// Where attachment changes come from between full passes.
+    pub source: Source,
+}
+
+/// The reading fallback's schedule: the attachment sweep, and new cgroups
+/// to read again.
+struct Reading {
+    next_sweep: Instant,
+    period: Duration,
+    new_cgroups: VecDeque<(Instant, u64)>,
+}
+
+impl Reading {
+    fn new(interval: Duration) -> Reading {
+        Reading {
+            next_sweep: Instant::now() + SWEEP_MIN,
+            period: SWEEP_MIN.min(interval),
+            new_cgroups: VecDeque::new(),
+        }
+    }
+
+    /// The next period: a hundred times what the last sweep took.
+    fn took(&mut self, cost: Duration, interval: Duration) {
+        self.period = cost.saturating_mul(SWEEP_SHARE).clamp(SWEEP_MIN, SWEEP_MAX.max(SWEEP_MIN)).min(interval);
+        self.next_sweep = Instant::now() + self.period;
+    }
+
+    fn due(&self) -> Instant {
+        self.new_cgroups.front().map_or(self.next_sweep, |(at, _)| (*at).min(self.next_sweep))
+    }
 }
 
 fn unix_now() -> i64 {
@@ -127,7 +175,14 @@ pub struct Worker {
     last_fallback: Option<String>,
     last_full: Option<Instant>,
     next_interval: Instant,
+    /// The next link sweep (syscall tracing only).
     next_sweep: Instant,
+    /// The reading fallback's schedule (`Source::Reading` only).
+    reading: Option<Reading>,
+    /// When the CNI agents were last read, and a judgement waiting for the
+    /// next read.
+    agents_read: Instant,
+    agents_due: Option<Instant>,
     /// A full pass asked for (and why), due at the instant given.
     asked: Option<(Instant, Trigger)>,
     rendered: Option<(u64, u64, Bytes)>,
@@ -138,6 +193,7 @@ pub struct Worker {
 impl Worker {
     pub fn new(config: Config, shared: Arc<Shared>) -> Worker {
         let namer = Namer::new(&config.scan.proc);
+        let reading = (config.source == Source::Reading).then(|| Reading::new(config.interval));
         Worker {
             config,
             shared,
@@ -152,6 +208,9 @@ impl Worker {
             last_full: None,
             next_interval: Instant::now(),
             next_sweep: Instant::now() + LINK_SWEEP,
+            reading,
+            agents_read: Instant::now(),
+            agents_due: None,
             asked: Some((Instant::now(), Trigger::Startup)),
             rendered: None,
             remediated: HashMap::new(),
@@ -161,19 +220,28 @@ impl Worker {
 
     /// Runs until told to stop (or the queue closes).
     pub fn run(mut self, rx: Receiver<Msg>) {
+        let link_sweep = self.config.source == Source::Syscalls;
         loop {
             let now = Instant::now();
-            if self.config.tracing && self.next_sweep <= now {
+            if link_sweep && self.next_sweep <= now {
                 self.next_sweep = now + LINK_SWEEP;
                 if self.sweep_links() {
                     self.judge();
                 }
             }
+            if self.reading.as_ref().is_some_and(|r| r.due() <= now) && self.read_what_is_due(now) {
+                self.judge();
+            }
+            if self.agents_due.is_some_and(|at| at <= now) {
+                self.judge();
+            }
             let due = self.asked.map_or(self.next_interval, |(at, _)| at.min(self.next_interval));
-            let due = if self.config.tracing { due.min(self.next_sweep) } else { due };
+            let due = if link_sweep { due.min(self.next_sweep) } else { due };
+            let due = self.reading.as_ref().map_or(due, |r| due.min(r.due()));
+            let due = self.agents_due.map_or(due, |at| due.min(at));
             if due <= now {
                 if self.asked.is_none_or(|(at, _)| at > now) && self.next_interval > now {
-                    continue; // only the sweep was due
+                    continue; // only a sweep or a read was due
                 }
                 let trigger = match self.asked {
                     Some((at, t)) if at <= now => t,
@@ -257,17 +325,24 @@ impl Worker {
             Effect::Nothing => ("nothing", false),
             Effect::Applied { findings } => {
                 self.shared.metrics.incremental_update();
+                // The reading fallback reads a new cgroup again shortly:
+                // runtimes attach their device programs right after mkdir.
+                if let (Some(r), Change::CgroupMade { cgroup_id, .. }) = (self.reading.as_mut(), &e.change)
+                    && r.new_cgroups.len() < NEW_CGROUPS_QUEUED
+                {
+                    r.new_cgroups.push_back((Instant::now() + NEW_CGROUP_READ, *cgroup_id));
+                }
                 ("applied", findings)
             }
             Effect::Unplaced => {
                 self.ask_full_pass(Trigger::Unplaced);
                 ("full_pass", false)
             }
-            Effect::Reread { cgroup_id, path, programs } => {
+            Effect::Reread { cgroup_id, path, programs, check } => {
                 if !programs.is_empty() {
                     self.learn_programs(&programs);
                 }
-                ("reread", self.reread(cgroup_id, &path))
+                ("reread", self.reread(cgroup_id, &path, check))
             }
         }
     }
@@ -311,8 +386,10 @@ impl Worker {
     }
 
     /// Reads every hook of one cgroup again and puts what the kernel lists
-    /// in the picture; true when the findings may have changed.
-    fn reread(&mut self, cgroup_id: u64, path: &str) -> bool {
+    /// in the picture; true when the findings may have changed. When the
+    /// reading does not bear out the event that asked for it (`check`), a
+    /// full pass follows: the event was about another cgroup.
+    fn reread(&mut self, cgroup_id: u64, path: &str, check: Check) -> bool {
         let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
         let snap = picture.snapshot();
         let hooks: Vec<AttachType> = AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect();
@@ -334,6 +411,7 @@ impl Worker {
                 }
                 let Some(picture) = self.picture.as_mut() else { return false };
                 let (removed, added, findings) = picture.set_hook(cgroup_id, &hooks, &attached, Some(procs));
+                let unconfirmed = !check.holds(&removed, &attached);
                 let snap = picture.snapshot();
                 let at_root = cgroup_id == snap.root.cgroup_id;
                 for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
@@ -358,6 +436,10 @@ impl Worker {
                     }
                 }
                 self.shared.metrics.incremental_update();
+                if unconfirmed {
+                    tracing::debug!(path, ?check, "a re-read did not bear out its event; a full pass will");
+                    self.ask_full_pass(Trigger::Unplaced);
+                }
                 findings
             }
             // Removed meanwhile: its rmdir event follows.
@@ -384,7 +466,78 @@ impl Worker {
         let touched = picture.reconcile_links(links);
         let mut judge = false;
         for (id, path) in touched {
-            judge |= self.reread(id, &path);
+            judge |= self.reread(id, &path, Check::None);
+        }
+        judge
+    }
+
+    /// The reading fallback: new cgroups whose moment has come are read
+    /// again, and when the sweep is due every attachment is compared with
+    /// the picture; what differs is read again. True when the findings may
+    /// have changed.
+    fn read_what_is_due(&mut self, now: Instant) -> bool {
+        let mut judge = false;
+        let mut due = Vec::new();
+        if let Some(r) = self.reading.as_mut() {
+            while r.new_cgroups.front().is_some_and(|(at, _)| *at <= now) {
+                due.extend(r.new_cgroups.pop_front().map(|(_, id)| id));
+            }
+        }
+        for id in due {
+            if let Some(path) = self.picture.as_ref().and_then(|p| p.path(id)) {
+                judge |= self.reread(id, &path, Check::None);
+            }
+        }
+        if self.reading.as_ref().is_some_and(|r| r.next_sweep <= now) {
+            judge |= self.sweep_attachments();
+        }
+        judge
+    }
+
+    /// One attachment sweep: the cgroups whose own programs differ from
+    /// the picture's are read again; a tree that differs (cgroups the
+    /// picture does not know, or lacks) asks for a full pass.
+    fn sweep_attachments(&mut self) -> bool {
+        let started = Instant::now();
+        let (Some(picture), Some(root)) = (self.picture.as_ref(), self.root.as_ref()) else {
+            if let Some(r) = self.reading.as_mut() {
+                r.took(Duration::ZERO, self.config.interval);
+            }
+            return false;
+        };
+        let snap = picture.snapshot();
+        let support = Support {
+            supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
+            unsupported: Vec::new(),
+        };
+        let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
+        let swept = scan::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
+        let mut judge = false;
+        match swept {
+            Ok(sweep) => {
+                self.shared.metrics.attachment_sweep();
+                let mut differ = picture.differs_from(&sweep.attached);
+                if sweep.cgroups != picture.cgroups() {
+                    tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
+                    self.ask_full_pass(Trigger::Unplaced);
+                }
+                // Links are named on their attachments: what the kernel
+                // lists now, and the cgroups whose links changed.
+                if let (Ok(links), Some(picture)) = (programs::cgroup_links(), self.picture.as_mut()) {
+                    differ.extend(picture.reconcile_links(links));
+                }
+                differ.sort_unstable();
+                differ.dedup();
+                for (id, path) in differ {
+                    judge |= self.reread(id, &path, Check::None);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "the attachment sweep failed; the full pass on --interval remains"),
+        }
+        let cost = started.elapsed();
+        if let Some(r) = self.reading.as_mut() {
+            r.took(cost, self.config.interval);
+            self.shared.metrics.set_sweep_period(r.period);
         }
         judge
     }
@@ -404,6 +557,19 @@ impl Worker {
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
         let Some(picture) = self.picture.as_mut() else { return };
+        // The CNI agents and mounts as they are now, read at most every NODE_STATE_EVERY:
+        // a judgement that comes sooner is made again once they are read.
+        let now = Instant::now();
+        if now.duration_since(self.agents_read) >= NODE_STATE_EVERY {
+            let mut errors = Vec::new();
+            picture.set_cni_processes(scan::host::cni_processes(&self.config.scan.proc, &mut errors));
+            let root = picture.snapshot().root.clone();
+            picture.set_mounts(scan::host::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
+            self.agents_read = now;
+            self.agents_due = None;
+        } else {
+            self.agents_due = Some(self.agents_read + NODE_STATE_EVERY);
+        }
         picture.set_events(Self::events(&self.history));
         self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
@@ -454,6 +620,8 @@ impl Worker {
         // must still be that directory.
         self.root =
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
+        self.agents_read = Instant::now();
+        self.agents_due = None;
         let mut picture = Picture::new(snap);
         picture.set_events(Self::events(&self.history));
         let _ = Self::name(&mut self.namer, &mut picture, &self.config.policy);

@@ -9,6 +9,7 @@ pub mod host;
 mod in_root;
 pub mod intent;
 pub mod names;
+pub mod sweep;
 pub mod visit;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

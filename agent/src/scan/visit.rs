@@ -158,22 +158,20 @@ impl Found {
         attached: &[query::Attached],
         access: &impl CgroupAccess,
     ) -> Result<(), VisitError> {
-        // Pods only matter when a connect hook is walked (their effective
-        // programs); skip parsing the path otherwise.
-        if !connect.is_empty() {
-            let attribution = attribution::attribute(path);
-            if attribution.is_pod_level() {
-                let mut effective = Vec::new();
-                for &t in connect {
-                    effective.extend(access.effective(t)?);
-                }
-                self.pods.push(PodCgroup {
-                    cgroup: path.to_owned(),
-                    cgroup_id: id,
-                    pod_uid: attribution.pod_uid.unwrap_or_default(),
-                    effective_connect: effective,
-                });
+        // Every pod is recorded; its effective programs on the connect hooks
+        // walked (a hook no loaded program can use has none in effect).
+        let attribution = attribution::attribute(path);
+        if attribution.is_pod_level() {
+            let mut effective = Vec::new();
+            for &t in connect {
+                effective.extend(access.effective(t)?);
             }
+            self.pods.push(PodCgroup {
+                cgroup: path.to_owned(),
+                cgroup_id: id,
+                pod_uid: attribution.pod_uid.unwrap_or_default(),
+                effective_connect: effective,
+            });
         }
         if id != ctx.root_id && attached.iter().any(|a| a.attach_type.is_socket_lb()) {
             self.processes.insert(path.to_owned(), access.processes(ctx.proc));
@@ -328,6 +326,7 @@ pub fn iter_cgroups(
             // asked of it afterwards failed. Keep them, judge no pod by it.
             stats.errors.push(e.at(shown));
             let _ = found.visit(ctx, &[], shown, c.id, &raw, &access);
+            found.pods.retain(|p| p.cgroup_id != c.id);
         }
     })?;
     Ok((found, stats, iter_stats))
@@ -408,9 +407,11 @@ mod tests {
         assert_eq!(found.processes.keys().collect::<Vec<_>>(), [&format!("{pod}/ctr")], "not the root's");
         assert_eq!(found.paths.get(&42).map(String::as_str), Some(pod));
         assert_eq!(found.attachments.len(), 2);
-        // No connect hook walked: no pod is judged.
+        // No connect hook walked (no program of that type is loaded): the
+        // pod is recorded with nothing in effect.
         let mut found = Found::default();
         found.visit(&ctx, &[], pod, 42, &[], &access).unwrap();
-        assert!(found.pods.is_empty());
+        assert_eq!(found.pods.len(), 1);
+        assert!(found.pods[0].effective_connect.is_empty());
     }
 }

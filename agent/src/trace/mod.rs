@@ -1,0 +1,152 @@
+//! How the daemon learns that cgroup attachments changed between full
+//! passes, without slowing anyone else's syscalls.
+//!
+//! Event sources, best first, chosen at start by loading and attaching
+//! them (never by kernel version):
+//!
+//! 1. `fexit`: fexit/fentry programs on the kernel functions that change
+//!    cgroup attachments. They run only when an attachment changes, see the
+//!    kernel's own copy of the call and its result, and a link that ends
+//!    because its last fd was closed. x86_64 5.5+ with BTF; refused where
+//!    BPF trampolines are (lockdown policies, arm64 before 6.4).
+//! 2. `kprobe`: kprobe/kretprobe on the same functions (CONFIG_KPROBES).
+//! 3. `reading`: nothing fires on attachment changes, so they are found by
+//!    reading: the cgroup mkdir/rmdir tracepoints (they fire only when a
+//!    cgroup is made or removed) keep the tree, a new cgroup is read again a
+//!    moment after it appears (when runtimes attach their device programs),
+//!    and every attachment is swept on a short period sized from what a
+//!    sweep costs (see `daemon::worker`).
+//!
+//! Not chosen by default: `syscalls`, BTF raw tracepoints on every
+//! syscall's exit (what the daemon used to do). It sees every `bpf(2)` call
+//! with its caller, but sets the syscall-tracepoint work flag on every task
+//! and runs a program at each syscall's exit, which doubled the cost of a
+//! `getppid()` loop here (see the README's figures). `lsm/bpf` is no tier:
+//! it needs the same BPF trampolines as fexit, so it is never available
+//! where fexit is not. `none` reads the tree only every --interval.
+//!
+//! Dropping the `Tracer` detaches and unloads everything.
+
+mod programs;
+mod reader;
+
+pub use programs::Tracer;
+
+use crate::bpf::memlock;
+pub use reader::{TraceMessage, spawn_reader};
+
+/// Where attachment changes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
+pub enum Source {
+    Fexit,
+    Kprobe,
+    Reading,
+    Syscalls,
+    None,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// What it is, for the log line at start.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::Fexit => "fexit/fentry on the kernel functions that change cgroup attachments",
+            Source::Kprobe => "kprobes on the kernel functions that change cgroup attachments",
+            Source::Reading => {
+                "reading: cgroup mkdir/rmdir tracepoints, new cgroups read again a moment later, and every attachment swept on a short period"
+            }
+            Source::Syscalls => "BTF raw tracepoint at every syscall's exit (opt-in; slows every syscall on the node)",
+            Source::None => "none: the whole tree is read every --interval",
+        }
+    }
+
+    /// Whether attachment changes arrive as events naming who made them.
+    pub fn traces_calls(self) -> bool {
+        matches!(self, Source::Fexit | Source::Kprobe | Source::Syscalls)
+    }
+}
+
+/// What `--events` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requested {
+    /// The best source the kernel allows of fexit, kprobe, reading.
+    Auto,
+    /// This one, or the daemon does not start.
+    Only(Source),
+}
+
+/// The source the daemon runs with, its programs, and why each better one
+/// was refused.
+pub struct Started {
+    pub source: Source,
+    /// `None` for `none`, and for `reading` when even the cgroup
+    /// tracepoints were refused (then the sweep finds new cgroups too).
+    pub tracer: Option<Tracer>,
+    pub refused: Vec<(Source, String)>,
+    /// What else the log should say about it (BPF memory accounting).
+    pub notes: Vec<String>,
+}
+
+impl Started {
+    /// One line for the log: the source, and why better ones were refused.
+    pub fn summary(&self) -> String {
+        let mut s = format!("event source: {} ({})", self.source.as_str(), self.source.describe());
+        for (source, why) in &self.refused {
+            s.push_str(&format!("; {} refused: {why}", source.as_str()));
+        }
+        for note in &self.notes {
+            s.push_str(&format!("; {note}"));
+        }
+        s
+    }
+}
+
+/// Starts the source asked for: the first of fexit, kprobe and reading
+/// that loads and attaches, or only the one named. `Err` when a source
+/// named with `Only` cannot run.
+pub fn start(requested: Requested) -> Result<Started, String> {
+    let only;
+    let candidates: &[Source] = match requested {
+        Requested::Auto => &[Source::Fexit, Source::Kprobe, Source::Reading],
+        Requested::Only(s) => {
+            only = [s];
+            &only
+        }
+    };
+    let mut refused = Vec::new();
+    let mut notes = Vec::new();
+    if memlock::accounting() == memlock::Accounting::Rlimit {
+        notes.push(format!(
+            "this kernel charges BPF memory to RLIMIT_MEMLOCK (before 5.11): the daemon's programs and maps are charged to uid {}, not root",
+            memlock::CHARGE_UID
+        ));
+    }
+    for &source in candidates {
+        if source == Source::None {
+            return Ok(Started { source, tracer: None, refused, notes });
+        }
+        // Made where they count against no one else's locked memory.
+        let started = match memlock::charged_apart(|| Tracer::start(source)) {
+            Ok(r) => r,
+            Err((r, why)) => {
+                notes.push(format!("its BPF memory counts against root's RLIMIT_MEMLOCK: {why}"));
+                r
+            }
+        };
+        match started {
+            Ok(tracer) => return Ok(Started { source, tracer: Some(tracer), refused, notes }),
+            // Reading works without its tracepoints: the sweep finds new
+            // cgroups too, later.
+            Err(e) if source == Source::Reading => {
+                refused.push((Source::Reading, format!("cgroup mkdir/rmdir tracepoints: {e}")));
+                return Ok(Started { source, tracer: None, refused, notes });
+            }
+            Err(e) => refused.push((source, e.to_string())),
+        }
+    }
+    Err(refused.into_iter().map(|(s, why)| format!("{}: {why}", s.as_str())).collect::<Vec<_>>().join("; "))
+}
