@@ -61,7 +61,13 @@ impl Prog {
     pub fn load(name: &str, hook: &str) -> Prog {
         let at = AttachType::from_name(hook).unwrap_or_else(|| panic!("unknown hook {hook}"));
         // mov64 r0, 1 ; exit
-        let insns = [0xb7u64 | (1u64 << 32), 0x95];
+        Prog::load_insns(name, prog_type_for(hook), at, &[0xb7u64 | (1u64 << 32), 0x95])
+    }
+
+    /// Loads `insns` as a program of `prog_type` for `hook`, named as `load`
+    /// names them.
+    pub fn load_insns(name: &str, prog_type: u32, at: AttachType, insns: &[u64]) -> Prog {
+        let hook = at.name();
         let btf_fd;
         let mut func_info = Vec::new();
         if !name.is_empty() {
@@ -77,12 +83,12 @@ impl Prog {
             btf_fd = None;
         }
         let fd = sys::prog_load(&sys::ProgLoad {
-            prog_type: prog_type_for(hook),
+            prog_type,
             expected_attach_type: at.kernel_value(),
             attach_btf_id: 0,
             name,
             license: c"GPL",
-            insns: &insns,
+            insns,
             btf: btf_fd.as_ref().map(|fd| sys::ProgBtf { fd: fd.as_fd(), func_info: &func_info, line_info: &[] }),
         })
         .unwrap_or_else(|e| panic!("load {name} for {hook}: {e}"));

@@ -15,9 +15,12 @@ pub mod daemon;
 pub mod fuse;
 pub mod guest;
 pub mod kubepods;
+pub mod lb;
+pub mod net;
 pub mod podman;
 pub mod sandbox;
 pub mod seed;
+pub mod sources;
 pub mod spawn;
 
 use std::path::{Path, PathBuf};

@@ -51,7 +51,9 @@ fn attach_events_update_the_picture_and_name_who_attached() {
     }
     let t = TestCgroup::new("daemon-ev");
     // An hour between polls: anything seen sooner came through the events.
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    // Syscall tracing, the one source this kernel allows that sees calls
+    // (fexit and kprobes run the same in the guests: tests/guest/v2/events.rs).
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
     assert!(ready(&d));
     assert_eq!(d.metric("cgaudit_event_tracing_active"), Some(1.0), "{}", d.logs());
     let report = misattach_and_clear(&d, &t);
@@ -82,7 +84,8 @@ fn polling_alone_finds_and_clears_a_misattachment() {
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1s", "--no-tracing"]);
     assert!(ready(&d));
     assert_eq!(d.metric("cgaudit_event_tracing_active"), Some(0.0));
-    assert!(d.logs().contains("event tracing unavailable"), "{}", d.logs());
+    assert_eq!(d.metric(r#"cgaudit_event_source{source="none"}"#), Some(1.0));
+    assert!(d.logs().contains("event source: none"), "{}", d.logs());
     let report = misattach_and_clear(&d, &t);
     let f = report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").unwrap();
     assert!(f["attached_by"].is_null(), "no events, no actor");
@@ -140,10 +143,9 @@ fn sigterm_stops_cleanly_and_detaches_its_programs() {
     let before = loaded_program_ids();
     let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap()]);
     assert!(ready(&d));
-    assert_eq!(d.metric("cgaudit_event_tracing_active"), Some(1.0));
     let during = loaded_program_ids();
     let its_own: Vec<u32> = during.iter().copied().filter(|id| !before.contains(id)).collect();
-    assert!(its_own.len() >= 4, "its four event programs are loaded: {its_own:?}");
+    assert!(its_own.len() >= 2, "its cgroup mkdir/rmdir programs are loaded: {its_own:?}");
 
     let start = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(d.child.id() as i32), nix::sys::signal::SIGTERM).unwrap();

@@ -76,7 +76,7 @@ fn a_hook_filling_up_to_the_kernels_limit_is_flagged_and_its_count_exported() {
     );
     assert_eq!(f[0]["container_id"], OTHER_CONTAINER);
     assert!(f[0]["message"].as_str().unwrap().contains("48 runtime"), "{:#}", f[0]);
-    // The daemon followed the attaches one event at a time.
+    // The daemon followed the attaches without reading the whole tree.
     let counted = wait_until(Duration::from_secs(10), || {
         d.metric(r#"cgaudit_hook_programs_max{attach_type="device"}"#) == Some(48.0)
             && d.metric(r#"cgaudit_findings{kind="hook_program_count_high",severity="warning"}"#) == Some(1.0)
@@ -143,7 +143,9 @@ fn a_foreign_program_beside_the_cnis_at_the_root_is_named_with_who_attached_it()
     let _agent = CiliumAgent::new(&KPR);
     let lb = load_cilium_socket_lb();
     let _links: Vec<Link> = lb.iter().map(|p| Link::new(&t.path, p)).collect();
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    // Naming who attached needs a source that sees calls: on this kernel,
+    // syscall tracing (fexit and kprobes name them in the guests).
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
     let mesh = Prog::load("mesh_redirect4", "connect4");
     let _mesh = Attached::new(&t.path, &mesh, ALLOW_MULTI);

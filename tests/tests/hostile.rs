@@ -18,7 +18,8 @@ fn a_call_naming_an_unanswered_fuse_file_cannot_stall_event_tracing_or_shutdown(
         return;
     }
     let t = TestCgroup::new("fuse-trap");
-    let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    // The trap is a call's target fd: the sources that resolve fds.
+    let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
     ready(&d);
     assert_eq!(d.metric("cgaudit_event_tracing_active"), Some(1.0), "{}", d.logs());
     let trap = FuseTrap::new();

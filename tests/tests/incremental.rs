@@ -1,10 +1,10 @@
-//! `agent run` keeps its picture of the node with kernel events instead of
-//! re-reading the tree: what changed is applied, and the picture stays equal
-//! to a fresh full audit; no caller can make it walk the tree or log without
-//! end; and a misattachment is still reported while containers churn.
+//! `agent run` keeps its picture of the node with what changed instead of
+//! re-reading the tree, with its default source on this kernel (reading):
+//! the picture stays equal to a fresh full audit, and a misattachment is
+//! still reported while containers churn. (Each source's own scenarios:
+//! tests/src/sources.rs.)
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,98 +18,7 @@ fn ready(d: &Daemon) {
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
 }
 
-/// Full passes the daemon ran, whatever triggered them.
-fn full_passes(d: &Daemon) -> f64 {
-    let m = d.get("/metrics").1;
-    ["startup", "interval", "events_lost", "unplaced"]
-        .iter()
-        .filter_map(|t| metric_value(&m, &format!(r#"cgaudit_audits_total{{trigger="{t}"}}"#)))
-        .sum()
-}
-
-#[test]
-fn an_unprivileged_flood_of_failing_bpf_calls_costs_no_audit_and_hides_nothing() {
-    if !can_run(&["setpriv"]) {
-        return;
-    }
-    let t = TestCgroup::new("flood");
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
-    ready(&d);
-    assert_eq!(d.metric("cgaudit_event_tracing_active"), Some(1.0), "{}", d.logs());
-    let fixture = agent_bin().with_file_name("fixture");
-    let log_lines = d.logs().lines().count();
-    // uid 65534 in a loop: bpf(BPF_LINK_DETACH) on a zeroed attr, 1,000 a
-    // second for 4 s. Every call fails.
-    let mut flood = Command::new("setpriv");
-    flood.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&fixture).args([
-        "bpf-flood",
-        "4",
-        "1000",
-    ]);
-    let flood = flood.stdout(std::process::Stdio::piped()).spawn().expect("flood");
-    // Meanwhile, a real misattachment, as root.
-    std::thread::sleep(Duration::from_secs(1));
-    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
-    let prog = Prog::load("cil_sock4_connect", "connect4");
-    let start = Instant::now();
-    let attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
-    let seen = wait_until(Duration::from_secs(3), || d.metric(MISATTACHED) == Some(1.0));
-    let latency = start.elapsed();
-    let out = flood.wait_with_output().expect("flood ran");
-    let calls: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
-    assert!(calls >= 3_000, "the flood made {calls} calls");
-    assert!(seen, "the misattachment made during the flood was not reported:\n{}", d.logs());
-    eprintln!("misattachment reported after {latency:?}, during a flood of {calls} failing bpf() calls");
-    assert!(latency < Duration::from_secs(2), "{latency:?}");
-    // The failing calls triggered nothing: the one full pass is the
-    // startup's, no event was counted but the real ones, and the log did
-    // not grow with the flood.
-    assert_eq!(full_passes(&d), 1.0, "{}", d.get("/metrics").1);
-    assert_eq!(d.metric(r#"cgaudit_bpf_attach_events_total{command="link_detach",attach_type="none"}"#), Some(0.0));
-    assert_eq!(d.metric("cgaudit_bpf_events_lost_total"), Some(0.0));
-    let grown = d.logs().lines().count() - log_lines;
-    assert!(grown < 10, "{grown} log lines during the flood:\n{}", d.logs());
-    drop(attached);
-}
-
-fn audit_json(t: &TestCgroup) -> Value {
-    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
-    assert!(run.code == 0 || run.code == 1, "{run:?}");
-    run.json()
-}
-
-/// What must agree between the daemon's picture and a fresh audit.
-fn answer(report: &Value) -> (BTreeSet<String>, BTreeSet<String>, Value, Value) {
-    let attachments = report["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!(
-                "{} {} {} prog {} ({}) link {} owner {}",
-                a["cgroup"],
-                a["attach_type"],
-                a["attach_flags"],
-                a["prog_id"],
-                a["prog_name"],
-                a["link_id"],
-                a["owner"]
-            )
-        })
-        .collect();
-    let findings = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            format!(
-                "{} {} {} {} {} {}",
-                f["kind"], f["severity"], f["cgroup"], f["attach_type"], f["prog_id"], f["link_id"]
-            )
-        })
-        .collect();
-    (attachments, findings, report["cgroups_scanned"].clone(), report["status"].clone())
-}
+use integration_tests::sources::{assert_picture_is_a_fresh_audit, full_passes};
 
 #[test]
 fn the_picture_equals_a_fresh_audit_after_churn_and_attach_detach_link_pin_sequences() {
@@ -170,24 +79,8 @@ fn the_picture_equals_a_fresh_audit_after_churn_and_attach_detach_link_pin_seque
     assert!(updates() >= 40.0, "the changes were applied as events: {}", updates());
     assert_eq!(full_passes(&d), 1.0, "{}", d.get("/metrics").1);
 
+    assert_picture_is_a_fresh_audit(&d, &t);
     let picture: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
-    let fresh = audit_json(&t);
-    let (pa, pf, pc, ps) = answer(&picture);
-    let (fa, ff, fc, fs_) = answer(&fresh);
-    let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| a.difference(b).cloned().collect::<Vec<_>>();
-    assert!(
-        pa == fa,
-        "attachments differ:\nonly in the picture: {:#?}\nonly in the audit: {:#?}",
-        only(&pa, &fa),
-        only(&fa, &pa)
-    );
-    assert!(
-        pf == ff,
-        "findings differ:\nonly in the picture: {:#?}\nonly in the audit: {:#?}",
-        only(&pf, &ff),
-        only(&ff, &pf)
-    );
-    assert_eq!((pc, ps), (fc, fs_), "cgroups and status");
     let kinds: BTreeSet<&str> =
         picture["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains("socket_lb_below_root") && kinds.contains("defunct_link"), "{kinds:?}");

@@ -15,9 +15,16 @@
 //!   prints `attached N`, and sleeps. Links die with the process; programs
 //!   attached with `BPF_PROG_ATTACH` stay until detached. In a private
 //!   cgroup namespace the mount's top is the agent's own cgroup: the seed.
-//! - `fixture bpf-flood <SECONDS> <PER_SECOND>`: a hostile pod's process,
-//!   run unprivileged: calls `bpf(BPF_LINK_DETACH)` on a zeroed attr in a
-//!   loop (each call fails), prints how many calls it made.
+//! - `fixture bpf-flood <SECONDS> <PER_SECOND>`: a hostile pod's process:
+//!   becomes uid/gid 65534 (no groups, no capabilities) if it is root, then
+//!   calls `bpf(BPF_LINK_DETACH)` on a zeroed attr in a loop (each call
+//!   fails), prints how many calls it made.
+//! - `fixture probe <CGROUP>`: the traffic probe (src/lb.rs): joins the
+//!   cgroup, enters a network namespace of its own, tries the Service VIP by
+//!   TCP (v4, v6) and UDP, prints what was translated as one JSON line.
+//! - `fixture memlock-64k`: another root process with Debian 11's default
+//!   `RLIMIT_MEMLOCK` (64 KiB) loading a program, as a node's tools do:
+//!   prints `loaded`, or the error and exits 1.
 //! - `fixture fuse-trap <DIR>`: a hostile process that mounts FUSE at DIR
 //!   and never answers it, so anything that stats a file there blocks; it
 //!   names the mount's root as the target of a (failing) `BPF_PROG_ATTACH`
@@ -37,6 +44,13 @@ use std::path::Path;
 use integration_tests::{Link, load_cilium_socket_lb};
 
 fn flood(seconds: &str, rate: &str) {
+    if nix::unistd::geteuid().is_root() {
+        let nobody = nix::unistd::Gid::from_raw(65534);
+        nix::unistd::setgroups(&[]).expect("setgroups");
+        nix::unistd::setresgid(nobody, nobody, nobody).expect("setresgid");
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        nix::unistd::setresuid(nobody, nobody, nobody).expect("setresuid");
+    }
     let seconds: u64 = seconds.parse().expect("seconds");
     let rate: u64 = rate.parse().expect("calls per second");
     let start = std::time::Instant::now();
@@ -158,6 +172,24 @@ fn main() {
         && cmd == "pause"
     {
         return pause();
+    }
+    if let [_, cmd, cgroup] = args.as_slice()
+        && cmd == "probe"
+    {
+        let traffic = integration_tests::lb::run_probe(Path::new(cgroup));
+        println!("{}", serde_json::to_string(&traffic).expect("json"));
+        return;
+    }
+    if let [_, cmd] = args.as_slice()
+        && cmd == "memlock-64k"
+    {
+        use nix::sys::resource::{Resource, setrlimit};
+        setrlimit(Resource::RLIMIT_MEMLOCK, 64 << 10, 64 << 10).expect("lower RLIMIT_MEMLOCK");
+        match std::panic::catch_unwind(|| integration_tests::Prog::load("memlock_probe", "connect4")) {
+            Ok(_) => println!("loaded"),
+            Err(_) => std::process::exit(1),
+        }
+        return;
     }
     if let [_, cmd, seconds, rate] = args.as_slice()
         && cmd == "bpf-flood"

@@ -67,6 +67,9 @@ fn main() {
     }
     mount_fs("bpf", "/sys/fs/bpf", "bpf", None);
     mount_fs("tracefs", "/sys/kernel/tracing", "tracefs", None);
+    if let Err(e) = integration_tests::net::loopback_up() {
+        println!("cgaudit-guest: lo up: {e}");
+    }
     let label = param(&cmdline, "label").unwrap_or_default();
     let _ = nix::unistd::sethostname(format!("guest-{}", label.replace('.', "-")));
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();

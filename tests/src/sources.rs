@@ -1,0 +1,272 @@
+//! `agent run`'s event sources, one scenario each, run with every source:
+//! on this host the ones it allows (`reading`, and `syscalls` opt-in), in
+//! the kernel-matrix guests the ones it refuses (`fexit`, `kprobe`). The
+//! same assertions whatever the source: only how soon, and whether the
+//! attaching process can be named, differ.
+
+use std::collections::BTreeSet;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::bpf::{ALLOW_MULTI, Attached, Link, Prog, link_update};
+use crate::cgroup::TestCgroup;
+use crate::daemon::{Daemon, metric_value, wait_until};
+use crate::kubepods::{OTHER_POD_UID, SEED_CONTAINER, SEED_POD_UID, cgroupfs_container, cgroupfs_pod};
+use crate::spawn::{agent, fixture_bin};
+
+/// How soon a change must reach /metrics with each source: at once with
+/// the kernel-side ones, within the sweep's longest period (8 s) and a
+/// sweep's own time with reading.
+pub fn deadline(events: &str) -> Duration {
+    match events {
+        "reading" => Duration::from_secs(12),
+        // A link closed without a bpf() call is found by the link sweep,
+        // every 5 s.
+        "syscalls" => Duration::from_secs(8),
+        _ => Duration::from_secs(3),
+    }
+}
+
+/// Whether the source names the process behind each change.
+pub fn names_callers(events: &str) -> bool {
+    matches!(events, "fexit" | "kprobe" | "syscalls")
+}
+
+/// `agent run --events <events>` on `t`, ready, running that source.
+pub fn daemon(t: &TestCgroup, events: &str) -> Daemon {
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", events]);
+    assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
+    let series = format!(r#"cgaudit_event_source{{source="{events}"}}"#);
+    assert_eq!(d.metric(&series), Some(1.0), "{}", d.logs());
+    assert!(d.logs().contains(&format!("event source: {events}")), "the log says which source runs:\n{}", d.logs());
+    d
+}
+
+/// Full passes the daemon ran, whatever triggered them.
+pub fn full_passes(d: &Daemon) -> f64 {
+    let m = d.get("/metrics").1;
+    ["startup", "interval", "events_lost", "unplaced"]
+        .iter()
+        .filter_map(|t| metric_value(&m, &format!(r#"cgaudit_audits_total{{trigger="{t}"}}"#)))
+        .sum()
+}
+
+fn audit_json(t: &TestCgroup) -> Value {
+    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert!(run.code == 0 || run.code == 1, "{run:?}");
+    run.json()
+}
+
+/// What must agree between the daemon's picture and a fresh audit.
+pub fn answer(report: &Value) -> (BTreeSet<String>, BTreeSet<String>, Value, Value) {
+    let attachments = report["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {} {} prog {} ({}) link {} owner {}",
+                a["cgroup"],
+                a["attach_type"],
+                a["attach_flags"],
+                a["prog_id"],
+                a["prog_name"],
+                a["link_id"],
+                a["owner"]
+            )
+        })
+        .collect();
+    let findings = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {} {} {} {}",
+                f["kind"], f["severity"], f["cgroup"], f["attach_type"], f["prog_id"], f["link_id"]
+            )
+        })
+        .collect();
+    (attachments, findings, report["cgroups_scanned"].clone(), report["status"].clone())
+}
+
+/// Panics unless the daemon's picture and a fresh audit of `t` agree
+/// within a few seconds (the daemon reads the CNI agents again at most
+/// every 2 s).
+pub fn assert_picture_is_a_fresh_audit(d: &Daemon, t: &TestCgroup) {
+    let read = || {
+        let picture: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+        (answer(&picture), answer(&audit_json(t)))
+    };
+    let mut last = read();
+    wait_until(Duration::from_secs(5), || {
+        last = read();
+        last.0 == last.1
+    });
+    let ((pa, pf, pc, ps), (fa, ff, fc, fs)) = last;
+    let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| a.difference(b).cloned().collect::<Vec<_>>();
+    assert!(
+        pa == fa,
+        "attachments differ:\nonly in the picture: {:#?}\nonly in the audit: {:#?}",
+        only(&pa, &fa),
+        only(&fa, &pa)
+    );
+    assert!(
+        pf == ff,
+        "findings differ:\nonly in the picture: {:#?}\nonly in the audit: {:#?}",
+        only(&pf, &ff),
+        only(&ff, &pf)
+    );
+    assert_eq!((pc, ps), (fc, fs), "cgroups and status");
+}
+
+/// The program ids the picture holds on `hook` at `cgroup` (a path
+/// relative to the daemon's root).
+fn in_picture(d: &Daemon, cgroup: &str, hook: &str) -> Vec<u64> {
+    let picture: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+    picture["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["cgroup"] == cgroup && a["attach_type"] == hook)
+        .filter_map(|a| a["prog_id"].as_u64())
+        .collect()
+}
+
+/// Waits for the picture to hold exactly `want` on one hook, within the
+/// source's deadline; returns how long it took.
+fn reaches(d: &Daemon, events: &str, step: &str, cgroup: &str, hook: &str, want: &[u32]) -> Duration {
+    let start = Instant::now();
+    let want: Vec<u64> = want.iter().map(|&id| u64::from(id)).collect();
+    let mut seen = Vec::new();
+    let ok = wait_until(deadline(events), || {
+        seen = in_picture(d, cgroup, hook);
+        seen == want
+    });
+    assert!(
+        ok,
+        "{step}: the picture holds {seen:?} on {hook} at {cgroup}, not {want:?}, after {:?}:\n{}",
+        start.elapsed(),
+        d.logs()
+    );
+    start.elapsed()
+}
+
+/// Each kind of change reaches the picture through the source, in time:
+/// an attach, a replace (`BPF_F_REPLACE`), a detach, a link made, its
+/// program updated, the link ended by closing its last fd, and ten links
+/// made from inside a pod's cgroup namespace (the seed) and released when
+/// that process dies. Then the picture equals a fresh audit, no full pass
+/// was needed, and (where the source sees calls) the finding names who
+/// attached.
+pub fn changes_reach_the_picture(events: &str) {
+    let t = TestCgroup::new(&format!("src-{events}"));
+    let ctr_rel = cgroupfs_container("besteffort", SEED_POD_UID, SEED_CONTAINER);
+    let ctr = t.mkdir(&ctr_rel);
+    let other = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, "ctr"));
+    let d = daemon(&t, events);
+    let connect4 = "connect4";
+    let (a, b, c) = (
+        Prog::load("cil_sock4_connect", connect4),
+        Prog::load("cil_sock4_connect", connect4),
+        Prog::load("cil_sock4_connect", connect4),
+    );
+
+    let attached = Attached::new(&ctr, &a, ALLOW_MULTI);
+    let took = reaches(&d, events, "attach", &ctr_rel, connect4, &[a.id]);
+    eprintln!("{events}: an attach reached the picture after {took:?}");
+    if names_callers(events) {
+        let audit: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+        let f = audit["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").unwrap();
+        assert_eq!(f["attached_by"]["pid"], std::process::id(), "who attached is named: {f:#}");
+    }
+
+    let cg = crate::cgroup::open_dir(&ctr);
+    agent::bpf::sys::prog_attach_replace(cg.as_fd(), b.fd.as_fd(), a.fd.as_fd(), b.hook.kernel_value())
+        .expect("BPF_F_REPLACE");
+    // `a` is attached no more (its guard's detach finds nothing).
+    drop(attached);
+    reaches(&d, events, "replace", &ctr_rel, connect4, &[b.id]);
+    agent::bpf::sys::prog_detach(cg.as_fd(), b.fd.as_fd(), b.hook.kernel_value()).expect("detach");
+    reaches(&d, events, "detach", &ctr_rel, connect4, &[]);
+
+    let link = Link::new(&ctr, &a);
+    reaches(&d, events, "link", &ctr_rel, connect4, &[a.id]);
+    link_update(&link, &c);
+    reaches(&d, events, "link update", &ctr_rel, connect4, &[c.id]);
+    drop(link);
+    reaches(&d, events, "link closed", &ctr_rel, connect4, &[]);
+
+    // The seed's agent: in the other pod's container, in a cgroup
+    // namespace of its own, attaching through its own cgroup2 mount.
+    let mount = tempfile::tempdir().unwrap();
+    let mut cni = std::process::Command::new(fixture_bin())
+        .arg("socket-lb-agent")
+        .arg(mount.path())
+        .arg("--join")
+        .arg(&other)
+        .args(["--private-cgroupns", "--name", "cilium-agent"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the stand-in agent");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(cni.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "attached 10");
+    let other_rel = format!("{}/ctr", cgroupfs_pod("burstable", OTHER_POD_UID));
+    let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
+    let ten = wait_until(deadline(events), || d.metric(below) == Some(10.0));
+    assert!(ten, "the seed's ten links did not all reach the picture:\n{}", d.get("/metrics").1);
+    if names_callers(events) {
+        let audit: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+        let f = audit["findings"].as_array().unwrap().iter().find(|f| f["cgroup"] == other_rel.as_str()).unwrap();
+        assert_eq!(f["attached_by"]["pid"], cni.id(), "the agent in its own cgroup namespace is named: {f:#}");
+        assert_eq!(f["attached_by"]["cgroup"], other_rel.as_str(), "{f:#}");
+    }
+    assert_picture_is_a_fresh_audit(&d, &t);
+    let _ = cni.kill();
+    let _ = cni.wait();
+    let _ = nix::mount::umount2(mount.path(), nix::mount::MntFlags::MNT_DETACH);
+    let gone = wait_until(deadline(events), || d.metric(below) == Some(0.0));
+    assert!(gone, "the released links stayed in the picture:\n{}", d.get("/metrics").1);
+
+    assert_picture_is_a_fresh_audit(&d, &t);
+    assert_eq!(full_passes(&d), 1.0, "every change was applied without a full pass:\n{}", d.get("/metrics").1);
+}
+
+/// An unprivileged process looping failing `bpf()` calls (1,000 a second
+/// for 4 s) costs the daemon no full pass, no event and no log line, and a
+/// real misattachment made meanwhile is still reported in time.
+pub fn a_flood_of_failing_calls_costs_nothing(events: &str) {
+    let t = TestCgroup::new(&format!("flood-{events}"));
+    let d = daemon(&t, events);
+    let log_lines = d.logs().lines().count();
+    let flood = std::process::Command::new(fixture_bin())
+        .args(["bpf-flood", "4", "1000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("flood");
+    std::thread::sleep(Duration::from_secs(1));
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, "flooded"));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let start = Instant::now();
+    let attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
+    let misattached = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium"}"#;
+    let seen = wait_until(deadline(events), || d.metric(misattached) == Some(1.0));
+    let latency = start.elapsed();
+    let out = flood.wait_with_output().expect("flood ran");
+    let calls: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+    assert!(calls >= 3_000, "the flood made {calls} calls");
+    assert!(seen, "the misattachment made during the flood was not reported:\n{}", d.logs());
+    eprintln!("{events}: misattachment reported after {latency:?}, during a flood of {calls} failing bpf() calls");
+    assert_eq!(full_passes(&d), 1.0, "{}", d.get("/metrics").1);
+    for command in ["link_detach", "link_released"] {
+        let series = format!(r#"cgaudit_bpf_attach_events_total{{command="{command}",attach_type="none"}}"#);
+        assert_eq!(d.metric(&series), Some(0.0), "the failing calls made no event");
+    }
+    assert_eq!(d.metric("cgaudit_bpf_events_lost_total"), Some(0.0));
+    let grown = d.logs().lines().count() - log_lines;
+    assert!(grown < 10, "{grown} log lines during the flood:\n{}", d.logs());
+    drop(attached);
+}
