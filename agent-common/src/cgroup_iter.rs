@@ -8,11 +8,11 @@
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelLayout {
-    /// `struct cgroup`: `kn`, `bpf.effective`, `bpf.progs`, `bpf.flags`.
+    /// `struct cgroup`: `kn`, `bpf.progs`, `bpf.flags`, `nr_populated_csets`.
     pub cgroup_kn: u32,
-    pub cgroup_effective: u32,
     pub cgroup_progs: u32,
     pub cgroup_flags: u32,
+    pub cgroup_populated: u32,
     /// Sizes of the `bpf.progs` and `bpf.flags` arrays: what the program
     /// reads of them, at most the buffer it reads into.
     pub progs_bytes: u32,
@@ -21,9 +21,6 @@ pub struct KernelLayout {
     pub flags_size: u32,
     /// `enum cgroup_bpf_attach_type`: `MAX_CGROUP_BPF_ATTACH_TYPE`.
     pub n_atypes: u32,
-    /// `CGROUP_INET4_CONNECT` and `CGROUP_INET6_CONNECT`.
-    pub connect4: u32,
-    pub connect6: u32,
     /// `struct kernfs_node`: `parent` (`__parent` since 6.15), `name`, `id`.
     pub kn_parent: u32,
     pub kn_name: u32,
@@ -39,18 +36,12 @@ pub struct KernelLayout {
     /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
     pub prog_aux: u32,
     pub aux_id: u32,
-    /// `struct bpf_prog_array.items` and the size of one item.
-    pub array_items: u32,
-    pub item_size: u32,
 }
 
 /// Upper bound of attach types the program walks (the kernel has 38).
 pub const MAX_ATYPES: usize = 64;
 /// Programs per cgroup and hook (`BPF_CGROUP_MAX_PROGS`).
 pub const MAX_PROGS: usize = 64;
-/// Effective connect program ids carried per cgroup; a cgroup with more is
-/// marked (count `MAX_EFFECTIVE + 1`) and the agent asks the kernel for it.
-pub const MAX_EFFECTIVE: usize = 8;
 /// Longest cgroup name (`NAME_MAX`) plus its NUL.
 pub const NAME_SIZE: usize = 256;
 
@@ -66,15 +57,14 @@ pub struct CgroupRecord {
     pub name_len: u32,
     pub id: u64,
     pub parent_id: u64,
-    /// Effective connect4 and connect6 programs (own and inherited), as
-    /// `BPF_F_QUERY_EFFECTIVE` reports them.
-    pub n_effective: [u32; 2],
-    pub effective: [[u32; MAX_EFFECTIVE]; 2],
+    /// Processes are in this cgroup itself (`nr_populated_csets` > 0).
+    pub populated: u32,
+    pub _pad: u32,
     pub name: [u8; NAME_SIZE],
 }
 
 /// Bytes of a `CgroupRecord` before its name.
-pub const CGROUP_RECORD_HEADER: usize = 32 + 8 * MAX_EFFECTIVE;
+pub const CGROUP_RECORD_HEADER: usize = 32;
 
 /// One program attached directly to the cgroup of the preceding record.
 #[repr(C)]

@@ -1,10 +1,11 @@
 //! `iter/cgroup`: one pass over every cgroup below the audit root, in the
 //! kernel, under `cgroup_mutex` (so the tree and its attachments are one
 //! consistent picture). For each cgroup it writes a `CgroupRecord` (id,
-//! parent id, name, effective connect programs) followed by one
+//! parent id, name, whether processes are in it) followed by one
 //! `HookRecord` per program in its own `bpf.progs[]` lists, which is
-//! exactly what `BPF_PROG_QUERY` (and `BPF_F_QUERY_EFFECTIVE` for connect)
-//! would return for it.
+//! exactly what `BPF_PROG_QUERY` would return for it. (What is in effect
+//! for a cgroup follows from its own programs and its ancestors', by the
+//! kernel's rule: the agent works it out.)
 //!
 //! The records go to a ring buffer, not the iterator's seq_file: a cgroup
 //! iterator cannot be resumed after its first read (the kernel drops
@@ -30,15 +31,13 @@ use kernel::{read_u32, read_u64};
 #[unsafe(no_mangle)]
 static LAYOUT: KernelLayout = KernelLayout {
     cgroup_kn: 0,
-    cgroup_effective: 0,
     cgroup_progs: 0,
     cgroup_flags: 0,
+    cgroup_populated: 0,
     progs_bytes: 0,
     flags_bytes: 0,
     flags_size: 0,
     n_atypes: 0,
-    connect4: 0,
-    connect6: 0,
     kn_parent: 0,
     kn_name: 0,
     kn_id: 0,
@@ -50,8 +49,6 @@ static LAYOUT: KernelLayout = KernelLayout {
     link_prog: 0,
     prog_aux: 0,
     aux_id: 0,
-    array_items: 0,
-    item_size: 0,
 };
 
 /// Sized by the agent for the tree at load time.
@@ -66,14 +63,12 @@ static STATUS: Array<u64> = Array::with_max_entries(STATUS_SLOTS, 0);
 #[map]
 static SCRATCH: PerCpuArray<CgroupRecord> = PerCpuArray::with_max_entries(1, 0);
 
-/// The state of the two `bpf_loop` walks, kept in map values rather than
-/// on the stack: the verifier treats what it reads back from a map as
-/// unknown, so it checks each callback once; counters on the stack it
+/// The state of the `bpf_loop` walk, kept in a map value rather than on
+/// the stack: the verifier treats what it reads back from a map as
+/// unknown, so it checks the callback once; counters on the stack it
 /// tracks exactly, checking the callback again for each of their values.
 #[map]
 static WALK: PerCpuArray<HookWalk> = PerCpuArray::with_max_entries(1, 0);
-#[map]
-static EFFECTIVE_WALK: PerCpuArray<EffectiveWalk> = PerCpuArray::with_max_entries(1, 0);
 
 /// The hook heads (`bpf.progs[]`) and flags of one cgroup, read at once.
 #[map]
@@ -92,99 +87,6 @@ fn bump(slot: u32) {
 fn prog_id(l: &KernelLayout, prog: u64) -> Option<u32> {
     let aux = read_u64(prog + l.prog_aux as u64)?;
     read_u32(aux + l.aux_id as u64)
-}
-
-/// State of the `bpf_loop` callback that reads one effective program array.
-#[repr(C)]
-struct EffectiveWalk {
-    /// The `bpf_prog_array_item` being read.
-    item: u64,
-    /// Which of the record's two lists (connect4, connect6).
-    hook: u32,
-    /// Programs counted so far (ids past `MAX_EFFECTIVE` are counted, not kept).
-    n: u32,
-    failed: u32,
-    _pad: u32,
-}
-
-/// One item of `bpf.effective[atype]`: records its program id (skipping the
-/// dummy program the kernel leaves for detached links, id 0), stops at the
-/// NULL that ends the array.
-fn effective_step(_i: u64, _ctx: *mut core::ffi::c_void) -> i64 {
-    let Some(w) = EFFECTIVE_WALK.get_ptr_mut(0) else { return 1 };
-    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
-    let w = unsafe { &mut *w };
-    let l = layout();
-    let Some(prog) = read_u64(w.item) else {
-        w.failed = 1;
-        return 1;
-    };
-    if prog == 0 {
-        return 1;
-    }
-    let Some(id) = prog_id(&l, prog) else {
-        w.failed = 1;
-        return 1;
-    };
-    if id != 0 {
-        if let Some(record) = SCRATCH.get_ptr_mut(0) {
-            // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
-            let record = unsafe { &mut *record };
-            if let Some(slot) = record.effective.get_mut(w.hook as usize & 1).and_then(|l| l.get_mut(w.n as usize)) {
-                *slot = id;
-            }
-        }
-        w.n += 1;
-        if w.n > MAX_EFFECTIVE as u32 {
-            return 1;
-        }
-    }
-    w.item += l.item_size as u64;
-    0
-}
-
-/// Effective programs of one hook (`bpf.effective[atype]`) into the
-/// record's list `hook`; returns their count, `MAX_EFFECTIVE + 1` when
-/// there are more than the record carries.
-#[inline(always)]
-fn effective(l: &KernelLayout, cgroup: u64, atype: u32, hook: u32) -> Option<u32> {
-    let array = read_u64(cgroup + l.cgroup_effective as u64 + 8 * atype as u64)?;
-    // No array, or the kernel's empty one (its first item is the NULL that
-    // ends it), as on most cgroups of most hooks.
-    if array == 0 {
-        return Some(0);
-    }
-    let first = read_u64(array + l.array_items as u64)?;
-    if first == 0 {
-        return Some(0);
-    }
-    // One program, as a CNI attaches per hook at the root: read here, not
-    // through the loop.
-    if read_u64(array + l.array_items as u64 + l.item_size as u64)? == 0 {
-        let id = prog_id(l, first)?;
-        if id == 0 {
-            return Some(0); // the dummy a detached link leaves
-        }
-        let record = SCRATCH.get_ptr_mut(0)?;
-        // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
-        let record = unsafe { &mut *record };
-        *record.effective.get_mut(hook as usize & 1)?.get_mut(0)? = id;
-        return Some(1);
-    }
-    let w = EFFECTIVE_WALK.get_ptr_mut(0)?;
-    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
-    let w = unsafe { &mut *w };
-    *w = EffectiveWalk { item: array + l.array_items as u64, hook, n: 0, failed: 0, _pad: 0 };
-    // Stops at the array's NULL or after `MAX_EFFECTIVE + 1` programs; the
-    // bound only has to cover the dummy entries of detached links too.
-    // SAFETY: `effective_step` is a static callback without context.
-    unsafe {
-        bpf_loop((MAX_PROGS * MAX_ATYPES) as u32, effective_step as *mut core::ffi::c_void, core::ptr::null_mut(), 0)
-    };
-    if w.failed != 0 {
-        return None;
-    }
-    Some(w.n.min(MAX_EFFECTIVE as u32 + 1))
 }
 
 /// State of the `bpf_loop` callback that walks every hook's list of one
@@ -292,8 +194,8 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.name) }.ok()?.len();
     let len = len.min(NAME_SIZE - 1);
     record.name_len = len as u32;
-    record.n_effective[0] = effective(l, cgroup, l.connect4, 0)?;
-    record.n_effective[1] = effective(l, cgroup, l.connect6, 1)?;
+    record.populated = u32::from(read_u32(cgroup + l.cgroup_populated as u64)? != 0);
+    record._pad = 0;
     let cgroup_id = record.id;
     // SAFETY: `record` is a plain-data struct; viewed as its bytes.
     let bytes = unsafe {

@@ -33,10 +33,12 @@ pub fn node() -> Snapshot {
         programs: BTreeMap::new(),
         cgroup_links: Vec::new(),
         pods: Vec::new(),
+        root_effective: Default::default(),
         mounts: Vec::new(),
         cni_processes: Vec::new(),
         cni_pins: Vec::new(),
         v1_net_controllers: Vec::new(),
+        socket_matching: None,
         names: Default::default(),
         reference_cgroupns: Some(100),
         reference_ns_is_pid1: true,
@@ -84,4 +86,20 @@ pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut CniProcess {
         intent: Intent { socket_lb, evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into() },
     });
     s.cni_processes.last_mut().unwrap()
+}
+
+/// A pod's own cgroup with `effective` in effect on connect4 and connect6,
+/// and no container holding processes.
+pub fn pod_cgroup(cgroup: &str, id: u64, uid: &str, effective: &[u32]) -> crate::snapshot::PodCgroup {
+    crate::snapshot::PodCgroup {
+        cgroup: cgroup.into(),
+        cgroup_id: id,
+        pod_uid: uid.into(),
+        effective: ["connect4", "connect6"]
+            .iter()
+            .filter(|_| !effective.is_empty())
+            .map(|h| (crate::bpf::AttachType::from_name(h).unwrap(), effective.to_vec()))
+            .collect(),
+        containers: Vec::new(),
+    }
 }

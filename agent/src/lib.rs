@@ -11,6 +11,7 @@ pub mod bpf;
 pub(crate) mod cgroup;
 pub mod cli;
 pub mod cmd;
+pub(crate) mod coverage;
 pub(crate) mod daemon;
 pub(crate) mod findings;
 #[cfg(test)]

@@ -10,6 +10,7 @@ use crate::bpf::programs::Program;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::AuditRoot;
+pub use crate::coverage::Effective;
 use crate::owner::Cni;
 
 /// One program attached directly to one cgroup.
@@ -25,14 +26,35 @@ pub struct Attachment {
     pub link_id: Option<u32>,
 }
 
-/// A pod's own cgroup and the socket-LB programs that run for its sockets.
+/// A pod's own cgroup, the cgroups below it where its processes live, and
+/// the socket-LB programs in effect for each (`coverage`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodCgroup {
     pub cgroup: String,
     pub cgroup_id: u64,
     pub pod_uid: String,
-    /// Effective (own + inherited) connect4 and connect6 program ids.
-    pub effective_connect: Vec<u32>,
+    /// In effect for sockets made in the pod's own cgroup.
+    pub effective: Effective,
+    /// Its leaf cgroups that hold processes (its containers' cgroups):
+    /// where its sockets are made.
+    pub containers: Vec<ContainerCgroup>,
+}
+
+/// A leaf cgroup of a pod that holds processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerCgroup {
+    pub cgroup: String,
+    pub cgroup_id: u64,
+    pub effective: Effective,
+}
+
+/// A cgroup below a pod's, as a walk saw it: whether processes are in it
+/// (its own, not its descendants').
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BelowPod {
+    pub cgroup: String,
+    pub cgroup_id: u64,
+    pub populated: bool,
 }
 
 /// Where a cgroup2 mount in PID 1's mount namespace is rooted.
@@ -190,6 +212,21 @@ pub struct V1NetController {
     pub mount_point: Option<PathBuf>,
 }
 
+/// What the running kernel says of matching sockets to their cgroup v2
+/// once cgroup v1 net_cls/net_prio are used (commit 8520e224f547: mainline
+/// 5.15, 5.10.y from 5.10.226; a vendor kernel may have it or not whatever
+/// its version).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SocketMatching {
+    /// The kernel still has `cgroup_sk_alloc_disable` (in /proc/kallsyms):
+    /// it lacks the fix, and using net_cls/net_prio turns matching off for
+    /// the rest of the boot.
+    pub kernel_lacks_fix: bool,
+    /// Why net_cls/net_prio count as used, when they do: the kernel's own
+    /// log line, or a classid, a priority, or a task in a net_prio cgroup.
+    pub in_use: Option<String>,
+}
+
 /// A change to the cgroup tree or its programs, as the daemon's event
 /// programs reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -311,12 +348,20 @@ pub struct Snapshot {
     pub programs: BTreeMap<u32, Program>,
     pub cgroup_links: Vec<CgroupLinkInfo>,
     pub pods: Vec<PodCgroup>,
+    /// What the kernel reports in effect at the audit root, per coverage
+    /// hook (`BPF_F_QUERY_EFFECTIVE`): its own programs and what runs from
+    /// above it.
+    pub root_effective: Effective,
     pub mounts: Vec<CgroupMount>,
     pub cni_processes: Vec<CniProcess>,
     /// The CNIs' pins in PID 1's bpffs.
     pub cni_pins: Vec<CniPin>,
     /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.
     pub v1_net_controllers: Vec<V1NetController>,
+    /// Whether sockets may no longer be matched to their cgroup v2 (read
+    /// only where v1 net controllers are and CNI socket-LB programs sit
+    /// below the hierarchy's root: the only case it changes anything).
+    pub socket_matching: Option<SocketMatching>,
     /// Names of the pods and of the containers findings may be about.
     pub names: Names,
     /// The cgroup namespace CNI agents are compared with: PID 1's, or the

@@ -301,12 +301,6 @@ impl<'a> Types<'a> {
         Ok((total, id))
     }
 
-    /// Size of struct `name`.
-    pub fn struct_size(&self, name: &str) -> Result<u32, BtfError> {
-        let id = self.find_struct(name)?;
-        self.type_size(id).ok_or_else(|| BtfError::Missing(format!("size of struct {name}")))
-    }
-
     /// Size of one element of the array type `id`.
     pub fn element_size(&self, id: u32) -> Result<u32, BtfError> {
         let h = self.header(self.resolve(id).ok_or(BtfError::Malformed)?).ok_or(BtfError::Malformed)?;
@@ -483,7 +477,6 @@ mod tests {
             assert_eq!(types.offset_of("kernfs_node", "id").unwrap().0, 64);
             let (off, flags) = types.offset_of("kernfs_node", "flags").unwrap();
             assert_eq!((off, types.element_size(flags).unwrap()), (16, 1), "u8 through its typedef");
-            assert_eq!(types.struct_size("kernfs_node").unwrap(), 72);
         }
     }
 
@@ -510,7 +503,6 @@ mod tests {
         assert_eq!(indexed.func_id("bpf_iter_cgroup"), plain.func_id("bpf_iter_cgroup"));
         assert_eq!(indexed.offset_of("kernfs_node", "id"), plain.offset_of("kernfs_node", "id"));
         assert_eq!(indexed.enum_values("cgroup_bpf_attach_type"), plain.enum_values("cgroup_bpf_attach_type"));
-        assert_eq!(indexed.struct_size("kernfs_node").unwrap(), 72);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The in-kernel walk: an `iter/cgroup` program (agent-ebpf's `cgroup-iter`
 //! object, embedded) visits the audit root and every descendant once, in one
-//! `read(2)`, and reports each cgroup's own attachments and effective connect
-//! programs through a ring buffer. It replaces tens of `BPF_PROG_QUERY` calls
+//! `read(2)`, and reports each cgroup's own attachments and whether
+//! processes are in it through a ring buffer. It replaces tens of `BPF_PROG_QUERY` calls
 //! and an `openat`/`getdents` per cgroup with one pass under `cgroup_mutex`.
 //!
 //! Kernel struct offsets come from the running kernel's BTF at load time.
@@ -34,8 +34,8 @@ const PROGRAM: &str = "cgroup_walk";
 const _: () = {
     use std::mem::{offset_of, size_of};
     assert!(offset_of!(CgroupRecord, name_len) == 4 && offset_of!(CgroupRecord, id) == 8);
-    assert!(offset_of!(CgroupRecord, parent_id) == 16 && offset_of!(CgroupRecord, n_effective) == 24);
-    assert!(offset_of!(CgroupRecord, effective) == 32 && offset_of!(CgroupRecord, name) == CGROUP_RECORD_HEADER);
+    assert!(offset_of!(CgroupRecord, parent_id) == 16 && offset_of!(CgroupRecord, populated) == 24);
+    assert!(offset_of!(CgroupRecord, name) == CGROUP_RECORD_HEADER);
     assert!(size_of::<CgroupRecord>() == CGROUP_RECORD_HEADER + NAME_SIZE);
     assert!(offset_of!(HookRecord, atype) == 4 && offset_of!(HookRecord, prog_id) == 16);
     assert!(offset_of!(HookRecord, link_id) == 20 && offset_of!(HookRecord, flags) == 24);
@@ -115,7 +115,6 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
             (name, uapi_value.and_then(|v| AttachType::from_kernel(v as u32)))
         })
         .collect();
-    let atype = |name: &str| value(name, &atypes).map(|v| v as u32).ok_or_else(|| missing(name));
     let off = |s: &str, m: &str| types.offset_of(s, m).map(|(o, _)| o);
     // The program reads both arrays whole into fixed buffers: refuse a
     // kernel whose arrays would not fit, rather than read past them.
@@ -130,15 +129,13 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
     };
     let layout = KernelLayout {
         cgroup_kn: off("cgroup", "kn")?,
-        cgroup_effective: cgroup_bpf("effective")?.0,
         cgroup_progs,
         cgroup_flags,
+        cgroup_populated: off("cgroup", "nr_populated_csets")?,
         progs_bytes: array_bytes(progs_type, "progs", 8 * MAX_ATYPES)?,
         flags_bytes: array_bytes(flags_type, "flags", 8 * (MAX_ATYPES / 2))?,
         flags_size: types.element_size(flags_type)?,
         n_atypes: n_atypes as u32,
-        connect4: atype("CGROUP_INET4_CONNECT")?,
-        connect6: atype("CGROUP_INET6_CONNECT")?,
         kn_parent: off("kernfs_node", "__parent|parent")?,
         kn_name: off("kernfs_node", "name")?,
         kn_id: off("kernfs_node", "id")?,
@@ -150,8 +147,6 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
         link_prog: off("bpf_link", "prog")?,
         prog_aux: off("bpf_prog", "aux")?,
         aux_id: off("bpf_prog_aux", "id")?,
-        array_items: off("bpf_prog_array", "items")?,
-        item_size: types.struct_size("bpf_prog_array_item")?,
     };
     if !matches!(layout.flags_size, 1 | 4) {
         return Err(BtfError::Missing(format!("u8 or u32 cgroup_bpf.flags (kernel has {} bytes)", layout.flags_size)));
@@ -175,9 +170,8 @@ pub struct IterCgroup {
     pub id: u64,
     pub parent_id: u64,
     pub name: String,
-    /// Effective connect4, connect6 program ids; `None` when there were more
-    /// than the record carries (ask the kernel directly).
-    pub effective: [Option<Vec<u32>>; 2],
+    /// Processes are in this cgroup itself.
+    pub populated: bool,
     pub programs: Vec<HookProgram>,
 }
 
@@ -191,20 +185,12 @@ pub struct IterStats {
 /// Decodes a `CgroupRecord` (field by field, no unsafe).
 fn decode_cgroup(b: &[u8]) -> Option<IterCgroup> {
     let name_len = u32_at(b, 4)? as usize;
-    let effective = |hook: usize| {
-        let n = u32_at(b, 24 + 4 * hook)? as usize;
-        if n > MAX_EFFECTIVE {
-            return Some(None);
-        }
-        let base = 32 + 4 * MAX_EFFECTIVE * hook;
-        (0..n).map(|i| u32_at(b, base + 4 * i)).collect::<Option<Vec<u32>>>().map(Some)
-    };
     let name = b.get(CGROUP_RECORD_HEADER..CGROUP_RECORD_HEADER + name_len)?;
     Some(IterCgroup {
         id: u64_at(b, 8)?,
         parent_id: u64_at(b, 16)?,
         name: String::from_utf8_lossy(name).into_owned(),
-        effective: [effective(0)?, effective(1)?],
+        populated: u32_at(b, 24)? != 0,
         programs: Vec::new(),
     })
 }
@@ -250,8 +236,6 @@ const KERNEL_TYPES: &[&str] = &[
     "bpf_link",
     "bpf_prog",
     "bpf_prog_aux",
-    "bpf_prog_array",
-    "bpf_prog_array_item",
     "cgroup_bpf_attach_type",
     "bpf_attach_type",
     "bpf_iter_cgroup",
@@ -452,7 +436,12 @@ mod tests {
                 ("flags", flags_t, 8 * (8 * 38 + 8 * progs)),
             ],
         );
-        b.compound("cgroup", KIND_STRUCT, 8 + bpf_size, &[("kn", ptr, 0), ("bpf", bpf, 64)]);
+        b.compound(
+            "cgroup",
+            KIND_STRUCT,
+            8 + bpf_size + 4,
+            &[("kn", ptr, 0), ("bpf", bpf, 64), ("nr_populated_csets", u32_id, 8 * (8 + bpf_size))],
+        );
         let (connect, max) = (b.s("CGROUP_INET4_CONNECT"), b.s("MAX_CGROUP_BPF_ATTACH_TYPE"));
         b.ty("cgroup_bpf_attach_type", KIND_ENUM, 2, 4, &[connect, 4, max, 38]);
         let uapi = b.s("BPF_CGROUP_INET4_CONNECT");
@@ -494,15 +483,10 @@ mod tests {
         b[4..8].copy_from_slice(&3u32.to_ne_bytes());
         b[8..16].copy_from_slice(&77u64.to_ne_bytes());
         b[16..24].copy_from_slice(&1u64.to_ne_bytes());
-        b[24..28].copy_from_slice(&2u32.to_ne_bytes());
-        b[28..32].copy_from_slice(&(MAX_EFFECTIVE as u32 + 1).to_ne_bytes());
-        b[32..36].copy_from_slice(&10u32.to_ne_bytes());
-        b[36..40].copy_from_slice(&11u32.to_ne_bytes());
+        b[24..28].copy_from_slice(&1u32.to_ne_bytes());
         b[CGROUP_RECORD_HEADER..].copy_from_slice(b"pod");
         let c = decode_cgroup(&b).unwrap();
-        assert_eq!((c.id, c.parent_id, c.name.as_str()), (77, 1, "pod"));
-        assert_eq!(c.effective[0], Some(vec![10, 11]));
-        assert_eq!(c.effective[1], None, "more than the record carries: ask the kernel");
+        assert_eq!((c.id, c.parent_id, c.name.as_str(), c.populated), (77, 1, "pod", true));
         assert!(decode_cgroup(&b[..CGROUP_RECORD_HEADER + 2]).is_none(), "a short record is not read past its end");
     }
 }

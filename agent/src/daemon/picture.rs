@@ -5,11 +5,9 @@
 //! (reading a cgroup's hooks again, a new program's name) the picture asks
 //! for in its `Effect`, and the worker answers with `set_hook`. A `bpf(2)`
 //! call's event only says which cgroup to read again: what it changed is
-//! what the kernel lists afterwards, never what the call's arguments said. Effective
-//! programs of pods are computed here from the tree in memory with the
-//! kernel's inheritance rule (`compute_effective_progs`): walking up from a
-//! cgroup, an ancestor's programs are added while none has been found yet,
-//! or when that ancestor's hook allows multiple programs.
+//! what the kernel lists afterwards, never what the call's arguments said.
+//! What is in effect for each pod and container is worked out here from the
+//! tree in memory by the kernel's rule (`coverage`), as the full pass does.
 
 use std::collections::HashMap;
 
@@ -17,9 +15,10 @@ use crate::attribution;
 use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
+use crate::coverage::{self, Effective, Level};
 #[cfg(test)]
 use crate::snapshot::TreeEntry;
-use crate::snapshot::{Attachment, Change, Event, Names, PodCgroup, ProcessRef, Snapshot};
+use crate::snapshot::{Attachment, Change, ContainerCgroup, Event, Names, PodCgroup, ProcessRef, Snapshot};
 
 /// One cgroup of the tree.
 #[derive(Debug, Clone)]
@@ -70,25 +69,16 @@ impl Check {
     }
 }
 
-/// A hook's programs as the kernel lists them, and the attach point's flags.
-#[derive(Debug, Clone, Default)]
-struct Hook {
-    flags: Option<AttachFlags>,
-    progs: Vec<u32>,
-}
-
 pub struct Picture {
     snap: Snapshot,
     nodes: HashMap<u64, Node>,
-    /// connect4/connect6 of every cgroup that has programs on them: what
-    /// pods' effective programs are computed from.
-    connect: HashMap<(u64, AttachType), Hook>,
+    /// The coverage hooks' programs of every cgroup that has any: what is
+    /// in effect for pods and containers is worked out from them.
+    levels: HashMap<u64, Level>,
+    /// What runs from above the audit root (from the full pass).
+    above: Level,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
-}
-
-fn is_connect(t: AttachType) -> bool {
-    matches!(t.name(), "connect4" | "connect6")
 }
 
 impl Picture {
@@ -96,13 +86,15 @@ impl Picture {
     pub fn new(mut snap: Snapshot) -> Picture {
         let tree = std::mem::take(&mut snap.tree);
         let nodes = tree.into_iter().map(|t| (t.id, Node { parent: t.parent, name: t.name.into() })).collect();
-        let mut connect: HashMap<(u64, AttachType), Hook> = HashMap::new();
-        for a in snap.attachments.iter().filter(|a| is_connect(a.attach_type)) {
-            let h = connect.entry((a.cgroup_id, a.attach_type)).or_default();
-            h.flags = Some(a.attach_flags);
-            h.progs.push(a.prog_id);
+        let mut levels: HashMap<u64, Level> = HashMap::new();
+        for a in snap.attachments.iter().filter(|a| coverage::is_coverage_hook(a.attach_type)) {
+            let l = levels.entry(a.cgroup_id).or_default();
+            let h = l.hooks.entry(a.attach_type).or_insert((a.attach_flags, Vec::new()));
+            h.0 = a.attach_flags;
+            h.1.push(a.prog_id);
         }
-        Picture { snap, nodes, connect, generation: 0 }
+        let above = Level::above(levels.get(&snap.root.cgroup_id).unwrap_or(&Level::default()), &snap.root_effective);
+        Picture { snap, nodes, levels, above, generation: 0 }
     }
 
     pub fn snapshot(&self) -> &Snapshot {
@@ -297,28 +289,41 @@ impl Picture {
         self.generation += 1;
         self.snap.cgroups_scanned += 1;
         let Some(path) = self.path(id) else { return Effect::Applied { findings: false } };
-        if !attribution::attribute(&path).is_pod_level() || !self.walks_connect() {
-            return Effect::Applied { findings: false };
+        let attribution = attribution::attribute(&path);
+        if attribution.is_pod_level() {
+            let pod = PodCgroup {
+                cgroup: path.clone(),
+                cgroup_id: id,
+                pod_uid: attribution.pod_uid.unwrap_or_default(),
+                effective: self.effective(id),
+                containers: Vec::new(),
+            };
+            let at = self.snap.pods.partition_point(|p| p.cgroup < path);
+            if self.snap.pods.get(at).is_none_or(|p| p.cgroup != path) {
+                self.snap.pods.insert(at, pod);
+            }
+            return Effect::Applied { findings: true };
         }
-        let pod = PodCgroup {
-            cgroup: path.clone(),
-            cgroup_id: id,
-            pod_uid: attribution::attribute(&path).pod_uid.unwrap_or_default(),
-            effective_connect: self.effective_connect(id),
-        };
-        let at = self.snap.pods.partition_point(|p| p.cgroup < path);
-        if self.snap.pods.get(at).is_none_or(|p| p.cgroup != path) {
-            self.snap.pods.insert(at, pod);
-        }
+        // A new cgroup below a pod is made to hold a process: the pod's
+        // container from now (and its parent a leaf no more).
+        let Some(pod) = self.pod_of(id) else { return Effect::Applied { findings: false } };
+        let effective = self.effective(id);
+        let containers = &mut self.snap.pods[pod].containers;
+        containers.retain(|c| c.cgroup_id != parent);
+        containers.push(ContainerCgroup { cgroup: path, cgroup_id: id, effective });
         Effect::Applied { findings: true }
     }
 
-    /// Whether the full pass judged pods (a connect hook is supported).
-    fn walks_connect(&self) -> bool {
-        ["connect4", "connect6"]
-            .iter()
-            .filter_map(|n| AttachType::from_name(n))
-            .any(|t| !self.snap.unsupported_attach_types.contains(&t))
+    /// The pod (index in the snapshot's pods) that cgroup `id` is below.
+    fn pod_of(&self, id: u64) -> Option<usize> {
+        let mut at = self.nodes.get(&id)?.parent;
+        for _ in 0..4096 {
+            if let Some(i) = self.snap.pods.iter().position(|p| p.cgroup_id == at) {
+                return Some(i);
+            }
+            at = self.nodes.get(&at)?.parent;
+        }
+        None
     }
 
     fn removed(&mut self, id: u64) -> Effect {
@@ -334,36 +339,38 @@ impl Picture {
         let lb = self.snap.attachments.iter().any(|a| a.cgroup_id == id && a.attach_type.is_socket_lb());
         self.snap.attachments.retain(|a| a.cgroup_id != id);
         self.snap.pods.retain(|p| p.cgroup != path);
+        let mut container = false;
+        for p in &mut self.snap.pods {
+            let before = p.containers.len();
+            p.containers.retain(|c| c.cgroup_id != id);
+            container |= p.containers.len() != before;
+        }
         self.snap.processes.remove(&path);
-        self.connect.retain(|(cg, _), _| *cg != id);
+        self.levels.remove(&id);
         let mut links = false;
         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.cgroup_id == id) {
             l.cgroup_id = 0;
             links = true;
         }
         let changed = before != (self.snap.attachments.len(), self.snap.pods.len());
-        Effect::Applied { findings: lb || links || changed && before.1 != self.snap.pods.len() }
+        Effect::Applied { findings: lb || links || container || changed && before.1 != self.snap.pods.len() }
     }
 
-    /// Programs in effect for sockets of cgroup `id` on connect4 and
-    /// connect6, own and inherited (the kernel's `compute_effective_progs`).
-    pub fn effective_connect(&self, id: u64) -> Vec<u32> {
-        let mut out = Vec::new();
-        for t in ["connect4", "connect6"].iter().filter_map(|n| AttachType::from_name(n)) {
-            let mut found = 0;
-            let mut at = Some(id);
-            for _ in 0..4096 {
-                let Some(cg) = at else { break };
-                if let Some(h) = self.connect.get(&(cg, t))
-                    && (found == 0 || h.flags == Some(AttachFlags::Multi))
-                {
-                    out.extend(&h.progs);
-                    found += h.progs.len();
-                }
-                at = if cg == self.snap.root.cgroup_id { None } else { self.nodes.get(&cg).map(|n| n.parent) };
+    /// What is in effect for sockets of cgroup `id` on the coverage hooks,
+    /// own and inherited (the kernel's rule, `coverage::effective`).
+    pub fn effective(&self, id: u64) -> Effective {
+        let mut chain: Vec<&Level> = Vec::new();
+        let mut at = Some(id);
+        // Bounded: a tree deeper than this is not one the kernel made.
+        for _ in 0..4096 {
+            let Some(cg) = at else { break };
+            if let Some(l) = self.levels.get(&cg) {
+                chain.push(l);
             }
+            at = if cg == self.snap.root.cgroup_id { None } else { self.nodes.get(&cg).map(|n| n.parent) };
         }
-        out
+        chain.push(&self.above);
+        coverage::effective(chain)
     }
 
     /// Replaces what the picture holds for hooks of one cgroup with what
@@ -414,18 +421,20 @@ impl Picture {
         self.snap.attachments.extend(added.iter().cloned());
         self.snap.attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
 
-        let mut connect_changed = false;
-        for &t in hooks.iter().filter(|t| is_connect(**t)) {
-            let progs: Vec<u32> = attached.iter().filter(|a| a.attach_type == t).map(|a| a.prog_id).collect();
-            let flags = attached.iter().find(|a| a.attach_type == t).map(|a| a.flags);
-            let old = self.connect.remove(&(cgroup_id, t));
-            if !progs.is_empty() {
-                self.connect.insert((cgroup_id, t), Hook { flags, progs });
-            }
-            connect_changed |= old.map(|h| h.progs) != self.connect.get(&(cgroup_id, t)).map(|h| h.progs.clone());
+        let level = Level::of(attached.iter().map(|a| (a.attach_type, a.flags, a.prog_id)));
+        let before = self.levels.get(&cgroup_id).cloned().unwrap_or_default();
+        // Hooks not read this time keep what the picture had for them.
+        let mut now = before.clone();
+        now.hooks.retain(|t, _| !hooks.contains(t));
+        now.hooks.extend(level.hooks);
+        let coverage_changed = now != before;
+        if now.is_empty() {
+            self.levels.remove(&cgroup_id);
+        } else {
+            self.levels.insert(cgroup_id, now);
         }
-        if connect_changed {
-            self.recompute_pods_below(&path);
+        if coverage_changed {
+            self.recompute_below(&path);
         }
         let below_root = cgroup_id != self.snap.root.cgroup_id;
         let lb_now = added.iter().any(|a| a.attach_type.is_socket_lb());
@@ -445,17 +454,26 @@ impl Picture {
             let n = |v: &[Attachment]| v.iter().filter(|a| a.attach_type == t).count();
             n(&removed).max(n(&added)) >= crate::findings::HOOK_PROGRAMS_WARN
         });
-        let findings = removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || connect_changed || crowded;
+        let findings =
+            removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || coverage_changed || crowded;
         (removed, added, findings)
     }
 
-    fn recompute_pods_below(&mut self, path: &str) {
+    /// Works out again what is in effect for the pods and containers at and
+    /// below `path`.
+    fn recompute_below(&mut self, path: &str) {
         let prefix = if path == "/" { String::from("/") } else { format!("{path}/") };
+        let under = |p: &str| p == path || p.starts_with(&prefix);
         for i in 0..self.snap.pods.len() {
-            let p = &self.snap.pods[i];
-            if p.cgroup == path || p.cgroup.starts_with(&prefix) {
-                let eff = self.effective_connect(p.cgroup_id);
-                self.snap.pods[i].effective_connect = eff;
+            let pod = &self.snap.pods[i];
+            if under(&pod.cgroup) {
+                self.snap.pods[i].effective = self.effective(pod.cgroup_id);
+            }
+            for j in 0..self.snap.pods[i].containers.len() {
+                let c = &self.snap.pods[i].containers[j];
+                if under(&c.cgroup) {
+                    self.snap.pods[i].containers[j].effective = self.effective(c.cgroup_id);
+                }
             }
         }
     }
@@ -517,15 +535,14 @@ mod tests {
         AttachType::from_name(n).unwrap()
     }
 
+    fn connect4(e: &Effective) -> Vec<u32> {
+        e.get(&t("connect4")).cloned().unwrap_or_default()
+    }
+
     /// A node: root 1, /kubepods 2, /kubepods/burstable 3, one pod 4.
     fn picture() -> Picture {
         let mut s = node();
-        s.pods.push(PodCgroup {
-            cgroup: format!("/kubepods/burstable/pod{POD_UID}"),
-            cgroup_id: 4,
-            pod_uid: POD_UID.into(),
-            effective_connect: vec![],
-        });
+        s.pods.push(pod_cgroup(&format!("/kubepods/burstable/pod{POD_UID}"), 4, POD_UID, &[]));
         s.tree = vec![
             TreeEntry { id: 2, parent: 1, name: "kubepods".into() },
             TreeEntry { id: 3, parent: 2, name: "burstable".into() },
@@ -558,7 +575,8 @@ mod tests {
     fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again() {
         let mut p = picture();
         let made = p.apply(&ev(Change::CgroupMade { cgroup_id: 5, parent_id: 4, name: "ctr".into() }));
-        assert_eq!(made, Effect::Applied { findings: false });
+        assert_eq!(made, Effect::Applied { findings: true }, "a new container may lack what the pod has");
+        assert_eq!(p.snapshot().pods[0].containers.iter().map(|c| c.cgroup_id).collect::<Vec<_>>(), [5]);
         let path = format!("/kubepods/burstable/pod{POD_UID}/ctr");
         assert_eq!(p.path(5).as_deref(), Some(path.as_str()));
         let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
@@ -568,7 +586,8 @@ mod tests {
         assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
         assert_eq!(p.snapshot().attachments.len(), 1);
         // Removed with its cgroup.
-        assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 5 })), Effect::Applied { findings: false });
+        assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 5 })), Effect::Applied { findings: true });
+        assert!(p.snapshot().pods[0].containers.is_empty());
         assert!(p.snapshot().attachments.is_empty());
         assert_eq!(p.path(5), None);
     }
@@ -622,8 +641,8 @@ mod tests {
         // connect4 at the root (multi) and on /kubepods (multi): both run.
         p.set_hook(1, &c4, &[multi("connect4", 10)], None);
         p.set_hook(2, &c4, &[multi("connect4", 20)], None);
-        assert_eq!(p.effective_connect(4), vec![20, 10]);
-        assert_eq!(p.snapshot().pods[0].effective_connect, vec![20, 10], "the pod was recomputed");
+        assert_eq!(connect4(&p.effective(4)), [20, 10]);
+        assert_eq!(connect4(&p.snapshot().pods[0].effective), [20, 10], "the pod was recomputed");
         // /kubepods exclusive, an override program on /kubepods/burstable:
         // the nearest runs; /kubepods (not multi) is skipped once one is
         // found; the root (multi) adds its own.
@@ -631,12 +650,12 @@ mod tests {
         let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30 };
         p.set_hook(2, &c4, &[none], None);
         p.set_hook(3, &c4, &[over], None);
-        assert_eq!(p.effective_connect(4), vec![30, 10]);
+        assert_eq!(connect4(&p.effective(4)), [30, 10]);
         // Nothing on the hooks: nothing in effect.
         for cg in [1, 2, 3] {
             p.set_hook(cg, &c4, &[], None);
         }
-        assert!(p.effective_connect(4).is_empty());
+        assert!(p.effective(4).is_empty());
     }
 
     #[test]
@@ -648,7 +667,7 @@ mod tests {
         let e = p.apply(&ev(Change::CgroupMade { cgroup_id: 6, parent_id: 3, name: format!("pod{uid}") }));
         assert_eq!(e, Effect::Applied { findings: true });
         let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
-        assert_eq!(pod.effective_connect, vec![10]);
+        assert_eq!(connect4(&pod.effective), [10]);
     }
 
     #[test]

@@ -404,8 +404,13 @@ impl Worker {
             Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
-                let unknown: Vec<u32> =
-                    attached.iter().map(|a| a.prog_id).filter(|id| !snap.programs.contains_key(id)).collect();
+                // ... or known only by the kernel's 15 bytes (loaded before
+                // the full pass, attached only now).
+                let unknown: Vec<u32> = attached
+                    .iter()
+                    .map(|a| a.prog_id)
+                    .filter(|id| snap.programs.get(id).is_none_or(|p| p.name_unresolved()))
+                    .collect();
                 if !unknown.is_empty() {
                     self.learn_programs(&unknown);
                 }

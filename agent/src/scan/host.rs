@@ -17,6 +17,7 @@ use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::owner::Cni;
 use crate::snapshot::{CgroupMount, CniPin, CniProcess, Intent, MountTop, ProcessRef, ScanError, V1NetController};
+use std::os::unix::fs::OpenOptionsExt;
 use strum::IntoEnumIterator;
 
 const CAP_SYS_ADMIN: u32 = 21;
@@ -224,9 +225,106 @@ pub fn v1_net_controllers(proc: &Path) -> Vec<V1NetController> {
     out
 }
 
+/// The running kernel lacks commit 8520e224f547: its
+/// `cgroup_sk_alloc_disable` is still there (a symbol, listed whatever
+/// `kptr_restrict` hides of addresses). Read once per process: the kernel
+/// does not change under it, and the file is large.
+pub fn kernel_lacks_socket_matching_fix() -> bool {
+    static LACKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LACKS.get_or_init(|| {
+        let Ok(text) = fs::read_to_string("/proc/kallsyms") else { return false };
+        text.lines().any(|l| l.rsplit(' ').next() == Some("cgroup_sk_alloc_disable"))
+    })
+}
+
+/// The kernel's line when it turns socket matching off.
+const DISABLED_LINE: &str = "disabling cgroup2 socket matching due to net_prio or net_cls activation";
+
+/// The kernel's log says it turned socket matching off (needs the log to be
+/// readable: CAP_SYSLOG, or `dmesg_restrict` 0; and the line not yet rotated out).
+fn kernel_log_says_disabled() -> bool {
+    use std::io::Read;
+    let Ok(mut kmsg) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open("/dev/kmsg") else {
+        return false;
+    };
+    let mut record = vec![0u8; 8192];
+    for _ in 0..200_000 {
+        match kmsg.read(&mut record) {
+            Ok(0) => return false,
+            Ok(n) if String::from_utf8_lossy(&record[..n]).contains(DISABLED_LINE) => return true,
+            Ok(_) => {}
+            // A record overwritten while reading (EPIPE): the next one.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Whether net_cls/net_prio are in use on the node, as the kernel counts
+/// use: its own log line, else what the v1 hierarchies hold now (a non-zero
+/// `net_cls.classid`, a priority in `net_prio.ifpriomap`, a task in a
+/// net_prio cgroup below its root), read through PID 1's root. At most a
+/// few thousand cgroups are read.
+pub fn net_controllers_in_use(proc: &Path, v1: &[V1NetController]) -> Option<String> {
+    if kernel_log_says_disabled() {
+        return Some(format!("the kernel logged \"cgroup: {DISABLED_LINE}\""));
+    }
+    let mut budget = 4096usize;
+    for mp in v1.iter().filter_map(|v| v.mount_point.as_ref()) {
+        let top = root::in_root_of(proc, 1, mp);
+        let mut dirs = vec![top.clone()];
+        while let Some(dir) = dirs.pop() {
+            if budget == 0 {
+                return None;
+            }
+            budget -= 1;
+            let shown = || mp.join(dir.strip_prefix(&top).unwrap_or(Path::new(""))).display().to_string();
+            let read = |f: &str| fs::read_to_string(dir.join(f)).unwrap_or_default();
+            let classid = read("net_cls.classid");
+            if classid.trim().parse::<u64>().is_ok_and(|c| c != 0) {
+                return Some(format!("net_cls.classid {} in {}", classid.trim(), shown()));
+            }
+            let prio = read("net_prio.ifpriomap");
+            if prio.lines().any(|l| l.split_whitespace().nth(1).is_some_and(|p| p != "0")) {
+                return Some(format!("net_prio.ifpriomap sets a priority in {}", shown()));
+            }
+            if dir != top && dir.join("net_prio.prioidx").exists() && !read("cgroup.procs").trim().is_empty() {
+                return Some(format!("tasks in the net_prio cgroup {}", shown()));
+            }
+            if let Ok(entries) = fs::read_dir(&dir) {
+                dirs.extend(entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn net_cls_or_net_prio_count_as_used_by_what_their_cgroups_hold() {
+        let proc = tempfile::tempdir().unwrap();
+        let hierarchy = proc.path().join("1/root/sys/fs/cgroup/net_cls,net_prio");
+        fs::create_dir_all(hierarchy.join("unused")).unwrap();
+        fs::write(hierarchy.join("net_cls.classid"), "0\n").unwrap();
+        fs::write(hierarchy.join("unused/net_cls.classid"), "0\n").unwrap();
+        let v1 = [V1NetController {
+            controller: "net_cls".into(),
+            mount_point: Some("/sys/fs/cgroup/net_cls,net_prio".into()),
+        }];
+        // (Unless this machine's own log says so: the test reads it too.)
+        if kernel_log_says_disabled() {
+            return;
+        }
+        assert_eq!(net_controllers_in_use(proc.path(), &v1), None);
+        fs::create_dir_all(hierarchy.join("used")).unwrap();
+        fs::write(hierarchy.join("used/net_cls.classid"), "1048577\n").unwrap();
+        let why = net_controllers_in_use(proc.path(), &v1).unwrap();
+        assert_eq!(why, "net_cls.classid 1048577 in /sys/fs/cgroup/net_cls,net_prio/used");
+    }
 
     #[test]
     fn v1_net_controllers_are_found_mounted_or_bound() {

@@ -23,6 +23,7 @@ use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::cgroup::root;
 use crate::cgroup::walk::{self, WalkError};
+use crate::coverage;
 
 impl From<&WalkError> for ScanError {
     fn from(e: &WalkError) -> ScanError {
@@ -130,6 +131,19 @@ fn syscall_walk(
     Ok((found, stats, vanished, programs))
 }
 
+/// What the kernel reports in effect at the audit root on each coverage
+/// hook: its own programs and what runs from above it. A hook the kernel
+/// refuses is left out (unsupported, or the root went).
+fn root_effective(root: std::os::fd::BorrowedFd<'_>, support: &Support) -> coverage::Effective {
+    support
+        .supported
+        .iter()
+        .filter(|t| coverage::is_coverage_hook(**t))
+        .filter_map(|&t| Some((t, query::effective(root, t).ok()?)))
+        .filter(|(_, ids)| !ids.is_empty())
+        .collect()
+}
+
 /// Scans the node. `Err` only when the audit cannot run at all.
 pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     host::check_capabilities()?;
@@ -139,6 +153,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     };
     let root_path = audit_root.path.display().to_string();
     let support: Support = query::probe(root_fd.as_fd()).map_err(|e| bpf_error(&root_path, e))?;
+    let root_fd_for_effective = root_fd
+        .try_clone()
+        .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), error: e }))?;
 
     let mut errors = Vec::new();
     let mut mounts = host::pid1_cgroup_mounts(&opts.proc, &audit_root, &mut errors);
@@ -157,7 +174,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
         WalkMethod::Auto | WalkMethod::BpfIter => {
-            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &support, &ctx)).and_then(|r| r) {
+            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &ctx)).and_then(|r| r) {
                 Ok(done) => Some(done),
                 Err(e) if opts.walk == WalkMethod::BpfIter => return Err(AuditError::Iter(e)),
                 Err(e) => {
@@ -177,7 +194,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
         None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
     };
-    let Found { mut attachments, mut pods, processes: processes_by_cgroup, paths: paths_of_interest, tree } = found;
+    let Found { mut attachments, mut pods, below_pods, processes: processes_by_cgroup, paths: paths_of_interest, tree } =
+        found;
     errors.extend(stats.errors.iter().map(ScanError::from));
     // One order whatever the walk: by cgroup, then hook; a hook's programs
     // keep the kernel's order (the stable sort), which is their run order.
@@ -206,7 +224,23 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     for a in &mut attachments {
         a.link_id = by_target.get(&(a.cgroup_id, a.attach_type.kernel_value(), a.prog_id)).copied();
     }
+    // What runs for each pod's sockets, where its processes are.
+    let root_effective = root_effective(root_fd_for_effective.as_fd(), &support);
+    coverage::assign(&mut pods, below_pods, &attachments, &root_effective);
 
+    // Read only where it can change a verdict: v1 net controllers on the
+    // node and CNI socket-LB programs below the hierarchy's real root.
+    let v1_net_controllers = host::v1_net_controllers(&opts.proc);
+    let below_real_root = |a: &Attachment| {
+        a.attach_type.is_socket_lb()
+            && (a.cgroup_id != audit_root.cgroup_id || audit_root.cgroup_id != root::ROOT_CGROUP_ID)
+    };
+    let socket_matching = (!v1_net_controllers.is_empty() && attachments.iter().any(below_real_root)).then(|| {
+        crate::snapshot::SocketMatching {
+            kernel_lacks_fix: host::kernel_lacks_socket_matching_fix(),
+            in_use: host::net_controllers_in_use(&opts.proc, &v1_net_controllers),
+        }
+    });
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
     let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
     let cni_processes = host::cni_processes(&opts.proc, &mut errors);
@@ -223,10 +257,12 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         programs,
         cgroup_links,
         pods,
+        root_effective,
         mounts,
         cni_processes,
         cni_pins,
-        v1_net_controllers: host::v1_net_controllers(&opts.proc),
+        v1_net_controllers,
+        socket_matching,
         names: Default::default(),
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),

@@ -20,7 +20,7 @@ use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::bpf::{AttachFlags, AttachType};
 use crate::cgroup::walk::{self, Visit, WalkError, WalkStats};
-use crate::snapshot::{Attachment, PodCgroup, ProcessRef, TreeEntry};
+use crate::snapshot::{Attachment, BelowPod, PodCgroup, ProcessRef, TreeEntry};
 
 /// What one walk needs besides the tree.
 pub struct WalkContext<'a> {
@@ -53,8 +53,8 @@ impl VisitError {
 
 /// How a visit reaches a cgroup for what its walk did not bring.
 pub trait CgroupAccess {
-    /// Program ids in effect for sockets of this cgroup on hook `t`.
-    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError>;
+    /// Whether processes are in the cgroup itself.
+    fn populated(&self) -> bool;
     /// The processes in the cgroup (none when it is gone).
     fn processes(&self, proc: &Path) -> Vec<ProcessRef>;
 }
@@ -63,8 +63,15 @@ pub trait CgroupAccess {
 pub struct OpenCgroup<'a>(pub BorrowedFd<'a>);
 
 impl CgroupAccess for OpenCgroup<'_> {
-    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError> {
-        query::effective(self.0, t).map_err(|e| VisitError::syscall("query effective", &e))
+    /// `cgroup.events` says `populated 1` when processes are in it or below
+    /// it; asked of the cgroups below pods, whose leaves are what counts.
+    fn populated(&self) -> bool {
+        let Ok(fd) = openat(self.0, "cgroup.events", OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
+            return false;
+        };
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut text);
+        text.lines().any(|l| l.trim() == "populated 1")
     }
 
     fn processes(&self, proc: &Path) -> Vec<ProcessRef> {
@@ -72,14 +79,12 @@ impl CgroupAccess for OpenCgroup<'_> {
     }
 }
 
-/// A cgroup the in-kernel pass reported: effective connect programs from
-/// its record when they fitted, else the cgroup is opened (relative to the
-/// root) and asked.
+/// A cgroup the in-kernel pass reported: whether it holds processes from
+/// its record; for the rest it is opened (relative to the root).
 struct IteratedCgroup<'a> {
     root: BorrowedFd<'a>,
     path: &'a str,
-    /// connect4, connect6 as the record carried them.
-    effective: &'a [Option<Vec<u32>>; 2],
+    populated: bool,
 }
 
 impl IteratedCgroup<'_> {
@@ -91,22 +96,8 @@ impl IteratedCgroup<'_> {
 }
 
 impl CgroupAccess for IteratedCgroup<'_> {
-    fn effective(&self, t: AttachType) -> Result<Vec<u32>, VisitError> {
-        let carried = match t.name() {
-            "connect4" => &self.effective[0],
-            "connect6" => &self.effective[1],
-            _ => &None,
-        };
-        if let Some(ids) = carried {
-            return Ok(ids.clone());
-        }
-        // More than the record carries: ask the kernel.
-        let fd = self.open().map_err(|e| VisitError {
-            op: "query effective",
-            error: e.to_string(),
-            gone: e == nix::Error::ENOENT,
-        })?;
-        OpenCgroup(fd.as_fd()).effective(t)
+    fn populated(&self) -> bool {
+        self.populated
     }
 
     fn processes(&self, proc: &Path) -> Vec<ProcessRef> {
@@ -120,19 +111,26 @@ impl CgroupAccess for IteratedCgroup<'_> {
 pub struct Found {
     pub attachments: Vec<Attachment>,
     pub pods: Vec<PodCgroup>,
+    /// The cgroups below pods' (their containers' among them).
+    pub below_pods: Vec<BelowPod>,
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
     pub paths: HashMap<u64, String>,
     pub tree: Vec<TreeEntry>,
 }
 
 impl Found {
-    /// Adds what a second walk (over other hooks) found.
+    /// Adds what a second walk (over other hooks) found: its attachments
+    /// (the cgroups are the same).
     pub fn merge(&mut self, more: Found) {
         self.attachments.extend(more.attachments);
         for pod in more.pods {
-            match self.pods.iter_mut().find(|p| p.cgroup == pod.cgroup) {
-                Some(p) => p.effective_connect.extend(pod.effective_connect),
-                None => self.pods.push(pod),
+            if !self.pods.iter().any(|p| p.cgroup == pod.cgroup) {
+                self.pods.push(pod);
+            }
+        }
+        for b in more.below_pods {
+            if !self.below_pods.iter().any(|o| o.cgroup_id == b.cgroup_id) {
+                self.below_pods.push(b);
             }
         }
         for (cgroup, procs) in more.processes {
@@ -144,34 +142,30 @@ impl Found {
         }
     }
 
-    /// Records one cgroup: its own attachments; for a pod's own cgroup, the
-    /// connect programs in effect for it (of the `connect` hooks walked);
-    /// for a cgroup below the root holding socket-LB programs, its
-    /// processes; its path when the walk was asked to name it. On `Err`
-    /// nothing of it was recorded.
+    /// Records one cgroup: its own attachments; a pod's own cgroup, and
+    /// whether a cgroup below a pod holds processes (what is in effect for
+    /// them is worked out once the whole tree is read: `coverage`); for a
+    /// cgroup below the root holding socket-LB programs, its processes; its
+    /// path when the walk was asked to name it.
     pub fn visit(
         &mut self,
         ctx: &WalkContext<'_>,
-        connect: &[AttachType],
         path: &str,
         id: u64,
         attached: &[query::Attached],
         access: &impl CgroupAccess,
-    ) -> Result<(), VisitError> {
-        // Every pod is recorded; its effective programs on the connect hooks
-        // walked (a hook no loaded program can use has none in effect).
+    ) {
         let attribution = attribution::attribute(path);
         if attribution.is_pod_level() {
-            let mut effective = Vec::new();
-            for &t in connect {
-                effective.extend(access.effective(t)?);
-            }
             self.pods.push(PodCgroup {
                 cgroup: path.to_owned(),
                 cgroup_id: id,
                 pod_uid: attribution.pod_uid.unwrap_or_default(),
-                effective_connect: effective,
+                effective: Default::default(),
+                containers: Vec::new(),
             });
+        } else if attribution.pod_uid.is_some() {
+            self.below_pods.push(BelowPod { cgroup: path.to_owned(), cgroup_id: id, populated: access.populated() });
         }
         if id != ctx.root_id && attached.iter().any(|a| a.attach_type.is_socket_lb()) {
             self.processes.insert(path.to_owned(), access.processes(ctx.proc));
@@ -187,7 +181,6 @@ impl Found {
             prog_id: a.prog_id,
             link_id: None,
         }));
-        Ok(())
     }
 }
 
@@ -221,16 +214,10 @@ pub fn read_cgroup(
     Ok((raw, processes))
 }
 
-/// The connect hooks among those walked: pods are judged by them.
-fn connect_hooks(support: &Support) -> Vec<AttachType> {
-    support.supported.iter().copied().filter(|t| matches!(t.name(), "connect4" | "connect6")).collect()
-}
-
 /// Walks every cgroup below `root` by syscalls, querying the hooks in
 /// `support`.
 pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> (Found, WalkStats) {
     let mut found = Found::default();
-    let connect = connect_hooks(support);
     let mut raw = Vec::new();
     // Ids by path, for each cgroup's parent (kept only for the tree).
     let mut ids: HashMap<String, u64> = HashMap::new();
@@ -243,11 +230,11 @@ pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> 
             }
         }
         raw.clear();
-        let read = query::attached(fd, support, &mut raw)
-            .map_err(|e| VisitError::syscall("query", &e))
-            .and_then(|()| found.visit(ctx, &connect, path, id, &raw, &OpenCgroup(fd)));
-        match read {
-            Ok(()) => Ok(Visit::Done),
+        match query::attached(fd, support, &mut raw).map_err(|e| VisitError::syscall("query", &e)) {
+            Ok(()) => {
+                found.visit(ctx, path, id, &raw, &OpenCgroup(fd));
+                Ok(Visit::Done)
+            }
             Err(e) if e.gone => Ok(Visit::Vanished),
             Err(e) => Err(e.at(path)),
         }
@@ -262,12 +249,10 @@ pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> 
 pub fn iter_cgroups(
     walker: &Walker,
     root: BorrowedFd<'_>,
-    support: &Support,
     ctx: &WalkContext<'_>,
 ) -> Result<(Found, WalkStats, crate::bpf::iter::IterStats), IterError> {
     let mut found = Found::default();
     let mut stats = WalkStats::default();
-    let connect = connect_hooks(support);
     // (cgroup id, length of its path): the ancestors of the cgroup being
     // visited, since records come in pre-order.
     let mut stack: Vec<(u64, usize)> = Vec::new();
@@ -320,14 +305,8 @@ pub fn iter_cgroups(
                 }),
             }
         }
-        let access = IteratedCgroup { root, path: shown, effective: &c.effective };
-        if let Err(e) = found.visit(ctx, &connect, shown, c.id, &raw, &access) {
-            // The pass saw this cgroup's attachments whole; only what was
-            // asked of it afterwards failed. Keep them, judge no pod by it.
-            stats.errors.push(e.at(shown));
-            let _ = found.visit(ctx, &[], shown, c.id, &raw, &access);
-            found.pods.retain(|p| p.cgroup_id != c.id);
-        }
+        let access = IteratedCgroup { root, path: shown, populated: c.populated };
+        found.visit(ctx, shown, c.id, &raw, &access);
     })?;
     Ok((found, stats, iter_stats))
 }
@@ -349,37 +328,46 @@ mod tests {
     }
 
     #[test]
-    fn a_second_walk_over_new_hooks_adds_to_the_first() {
-        let pod = |eff: Vec<u32>| PodCgroup {
+    fn a_second_walk_over_new_hooks_adds_its_attachments_to_the_first() {
+        let pod = PodCgroup {
             cgroup: "/kubepods/podx".into(),
             cgroup_id: 9,
             pod_uid: "x".into(),
-            effective_connect: eff,
+            effective: Default::default(),
+            containers: vec![],
         };
-        let mut first =
-            Found { attachments: vec![att("/a", "device", 1)], pods: vec![pod(vec![])], ..Found::default() };
+        let ctr = BelowPod { cgroup: "/kubepods/podx/c".into(), cgroup_id: 10, populated: true };
+        let mut first = Found {
+            attachments: vec![att("/a", "device", 1)],
+            pods: vec![pod.clone()],
+            below_pods: vec![ctr.clone()],
+            ..Found::default()
+        };
         first.paths.insert(3, "/m".into());
-        let mut more =
-            Found { attachments: vec![att("/a", "connect4", 2)], pods: vec![pod(vec![2])], ..Found::default() };
+        let mut more = Found {
+            attachments: vec![att("/a", "connect4", 2)],
+            pods: vec![pod],
+            below_pods: vec![ctr],
+            ..Found::default()
+        };
         more.processes.insert("/a".into(), vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }]);
         more.paths.insert(4, "/n".into());
         first.merge(more);
         assert_eq!(first.attachments.len(), 2);
-        assert_eq!(first.pods.len(), 1, "the same pod is not counted twice");
-        assert_eq!(first.pods[0].effective_connect, vec![2], "its effective programs from the new hooks are added");
+        assert_eq!((first.pods.len(), first.below_pods.len()), (1, 1), "the same cgroups are not counted twice");
         assert_eq!(first.processes["/a"][0].comm, "cilium-agent");
         assert_eq!(first.paths.len(), 2);
     }
 
     /// A cgroup the test describes instead of the kernel.
     struct Described {
-        effective: Vec<u32>,
+        populated: bool,
         procs: Vec<ProcessRef>,
     }
 
     impl CgroupAccess for Described {
-        fn effective(&self, _t: AttachType) -> Result<Vec<u32>, VisitError> {
-            Ok(self.effective.clone())
+        fn populated(&self) -> bool {
+            self.populated
         }
         fn processes(&self, _proc: &Path) -> Vec<ProcessRef> {
             self.procs.clone()
@@ -387,11 +375,10 @@ mod tests {
     }
 
     #[test]
-    fn a_visit_records_pods_processes_and_wanted_paths() {
+    fn a_visit_records_pods_what_is_below_them_processes_and_wanted_paths() {
         let wanted = HashSet::from([42]);
         let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc"), keep_tree: false };
-        let connect: Vec<AttachType> = ["connect4", "connect6"].into_iter().filter_map(AttachType::from_name).collect();
-        let access = Described { effective: vec![10], procs: vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }] };
+        let access = Described { populated: true, procs: vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }] };
         let lb = query::Attached {
             attach_type: AttachType::from_name("connect4").unwrap(),
             flags: AttachFlags::Multi,
@@ -399,19 +386,13 @@ mod tests {
         };
         let mut found = Found::default();
         let pod = "/kubepods/burstable/pod0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
-        found.visit(&ctx, &connect, pod, 42, &[], &access).unwrap();
-        found.visit(&ctx, &connect, "/", 1, &[lb], &access).unwrap();
-        found.visit(&ctx, &connect, &format!("{pod}/ctr"), 43, &[lb], &access).unwrap();
+        found.visit(&ctx, pod, 42, &[], &access);
+        found.visit(&ctx, "/", 1, &[lb], &access);
+        found.visit(&ctx, &format!("{pod}/ctr"), 43, &[lb], &access);
         assert_eq!(found.pods.len(), 1, "only the pod's own cgroup");
-        assert_eq!(found.pods[0].effective_connect, vec![10, 10], "connect4 and connect6");
+        assert_eq!(found.below_pods, [BelowPod { cgroup: format!("{pod}/ctr"), cgroup_id: 43, populated: true }]);
         assert_eq!(found.processes.keys().collect::<Vec<_>>(), [&format!("{pod}/ctr")], "not the root's");
         assert_eq!(found.paths.get(&42).map(String::as_str), Some(pod));
         assert_eq!(found.attachments.len(), 2);
-        // No connect hook walked (no program of that type is loaded): the
-        // pod is recorded with nothing in effect.
-        let mut found = Found::default();
-        found.visit(&ctx, &[], pod, 42, &[], &access).unwrap();
-        assert_eq!(found.pods.len(), 1);
-        assert!(found.pods[0].effective_connect.is_empty());
     }
 }

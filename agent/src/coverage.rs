@@ -1,0 +1,279 @@
+//! Which socket-LB programs run for the sockets of a cgroup: the kernel's
+//! rule, pure, over the programs each level holds.
+//!
+//! A socket runs the *effective* programs of the cgroup its process was in
+//! when it was made (a container's leaf cgroup, not its pod's). The kernel
+//! builds them from that cgroup upward (`compute_effective_progs`,
+//! kernel/bpf/cgroup.c): a level's own programs count while no level below
+//! it contributed any, or when that level was attached with
+//! `BPF_F_ALLOW_MULTI` (bpf_links always are). So under a root attached
+//! with `BPF_F_ALLOW_OVERRIDE`, a program attached to a pod's or a
+//! container's cgroup replaces the root's there; under `BPF_F_ALLOW_MULTI`
+//! both run.
+//!
+//! Every level below the audit root is known exactly (the walk reads each
+//! cgroup's own programs and flags). What runs from above the audit root
+//! (a nested node, `--cgroup-root`) is what the kernel reports in effect at
+//! the root beyond its own programs (`BPF_F_QUERY_EFFECTIVE`); how each of
+//! those levels was attached is not known, so they are taken to allow
+//! multiple programs, as links and CNIs attach.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::bpf::{AttachFlags, AttachType};
+use crate::snapshot::{Attachment, BelowPod, ContainerCgroup, PodCgroup};
+
+/// The socket-LB hooks that translate a pod's Service traffic: TCP
+/// connects, UDP sends and receives, and the peer address a socket reports.
+/// (`post_bind`, `bind` and `sock_release` keep ports and state, they do not
+/// translate.)
+pub const HOOKS: [&str; 8] =
+    ["connect4", "connect6", "sendmsg4", "sendmsg6", "recvmsg4", "recvmsg6", "getpeername4", "getpeername6"];
+
+/// Whether `t` is one of `HOOKS`.
+pub fn is_coverage_hook(t: AttachType) -> bool {
+    HOOKS.contains(&t.name())
+}
+
+/// Program ids in effect, per coverage hook (a hook with none is absent).
+pub type Effective = BTreeMap<AttachType, Vec<u32>>;
+
+/// One cgroup's own programs on the coverage hooks, and the flags each hook
+/// was attached with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Level {
+    pub hooks: BTreeMap<AttachType, (AttachFlags, Vec<u32>)>,
+}
+
+impl Level {
+    /// The level of a cgroup whose own programs are `attached`
+    /// ((hook, flags, program) in the kernel's order).
+    pub fn of(attached: impl IntoIterator<Item = (AttachType, AttachFlags, u32)>) -> Level {
+        let mut level = Level::default();
+        for (t, flags, prog) in attached {
+            if is_coverage_hook(t) {
+                let h = level.hooks.entry(t).or_insert((flags, Vec::new()));
+                h.0 = flags;
+                h.1.push(prog);
+            }
+        }
+        level
+    }
+
+    /// What runs from above the audit root: `effective` (the kernel's, at
+    /// the root) minus the root's own programs, as one level allowing
+    /// multiple programs.
+    pub fn above(root: &Level, effective: &Effective) -> Level {
+        let mut level = Level::default();
+        for (&t, ids) in effective {
+            let own = root.hooks.get(&t).map(|h| h.1.as_slice()).unwrap_or(&[]);
+            let rest: Vec<u32> = ids.iter().copied().filter(|id| !own.contains(id)).collect();
+            if !rest.is_empty() {
+                level.hooks.insert(t, (AttachFlags::Multi, rest));
+            }
+        }
+        level
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+}
+
+/// The programs in effect for sockets of a cgroup whose levels are `up`:
+/// the cgroup itself first, then each ancestor, ending with the audit root
+/// and, where known, `Level::above` it.
+pub fn effective<'a>(up: impl IntoIterator<Item = &'a Level> + Clone) -> Effective {
+    let mut out = Effective::new();
+    for name in HOOKS {
+        let Some(t) = AttachType::from_name(name) else { continue };
+        let mut progs: Vec<u32> = Vec::new();
+        for level in up.clone() {
+            if let Some((flags, own)) = level.hooks.get(&t)
+                && (progs.is_empty() || *flags == AttachFlags::Multi)
+            {
+                progs.extend(own);
+            }
+        }
+        if !progs.is_empty() {
+            out.insert(t, progs);
+        }
+    }
+    out
+}
+
+/// The parent of a path relative to the audit root (`/a/b` -> `/a`,
+/// `/a` -> `/`); `None` for the root.
+fn parent(path: &str) -> Option<&str> {
+    if path == "/" {
+        return None;
+    }
+    Some(match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    })
+}
+
+/// Fills in each pod's containers (the leaf cgroups below it that hold
+/// processes, from `below`) and what is in effect for the pod's own cgroup
+/// and for each container, from the cgroups' own programs (`attachments`,
+/// paths relative to the audit root) and what the kernel reports in effect
+/// at the root (`root_effective`).
+pub fn assign(
+    pods: &mut [PodCgroup],
+    mut below: Vec<BelowPod>,
+    attachments: &[Attachment],
+    root_effective: &Effective,
+) {
+    let mut levels: HashMap<&str, Level> = HashMap::new();
+    for a in attachments.iter().filter(|a| is_coverage_hook(a.attach_type)) {
+        let l = levels.entry(a.cgroup.as_str()).or_default();
+        let h = l.hooks.entry(a.attach_type).or_insert((a.attach_flags, Vec::new()));
+        h.0 = a.attach_flags;
+        h.1.push(a.prog_id);
+    }
+    let root = levels.get("/").cloned().unwrap_or_default();
+    let above = Level::above(&root, root_effective);
+    // Most nodes: programs at the root only, the same for every cgroup.
+    let everywhere = levels.keys().all(|p| *p == "/").then(|| effective([&root, &above]));
+    let at = |path: &str| -> Effective {
+        if let Some(e) = &everywhere {
+            return e.clone();
+        }
+        let mut chain: Vec<&Level> = Vec::new();
+        let mut p = Some(path);
+        while let Some(here) = p {
+            if let Some(l) = levels.get(here) {
+                chain.push(l);
+            }
+            p = parent(here);
+        }
+        chain.push(&above);
+        effective(chain)
+    };
+    let index: HashMap<String, usize> = pods.iter().enumerate().map(|(i, p)| (p.cgroup.clone(), i)).collect();
+    for pod in pods.iter_mut() {
+        pod.effective = at(&pod.cgroup);
+        pod.containers.clear();
+    }
+    // A cgroup is a leaf unless the next one in path order is below it.
+    below.sort_by(|a, b| a.cgroup.cmp(&b.cgroup));
+    for i in 0..below.len() {
+        let c = &below[i];
+        let leaf = below.get(i + 1).is_none_or(|next| {
+            !(next.cgroup.starts_with(&c.cgroup) && next.cgroup.as_bytes().get(c.cgroup.len()) == Some(&b'/'))
+        });
+        if !leaf || !c.populated {
+            continue;
+        }
+        let mut p = parent(&c.cgroup);
+        while let Some(up) = p {
+            if let Some(&pod) = index.get(up) {
+                let effective = at(&c.cgroup);
+                pods[pod].containers.push(ContainerCgroup {
+                    cgroup: c.cgroup.clone(),
+                    cgroup_id: c.cgroup_id,
+                    effective,
+                });
+                break;
+            }
+            p = parent(up);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(name: &str) -> AttachType {
+        AttachType::from_name(name).unwrap()
+    }
+
+    fn level(flags: AttachFlags, progs: &[u32]) -> Level {
+        Level::of(progs.iter().map(|&p| (t("connect4"), flags, p)))
+    }
+
+    fn connect4(e: &Effective) -> Vec<u32> {
+        e.get(&t("connect4")).cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_lower_program_replaces_an_override_parents_and_runs_beside_a_multi_one() {
+        let root_override = level(AttachFlags::Override, &[1]);
+        let root_multi = level(AttachFlags::Multi, &[1]);
+        let pod = Level::default();
+        let ctr = level(AttachFlags::Override, &[9]);
+        assert_eq!(connect4(&effective([&ctr, &pod, &root_override])), [9], "the container's replaces the root's");
+        assert_eq!(connect4(&effective([&ctr, &pod, &root_multi])), [9, 1], "both run, the lower one first");
+        assert_eq!(connect4(&effective([&Level::default(), &pod, &root_override])), [1], "inherited");
+    }
+
+    fn att(cgroup: &str, hook: &str, flags: AttachFlags, prog_id: u32) -> Attachment {
+        Attachment {
+            cgroup: cgroup.into(),
+            cgroup_id: 0,
+            attach_type: t(hook),
+            attach_flags: flags,
+            prog_id,
+            link_id: None,
+        }
+    }
+
+    fn pod(path: &str) -> PodCgroup {
+        PodCgroup {
+            cgroup: path.into(),
+            cgroup_id: 0,
+            pod_uid: "u".into(),
+            effective: Effective::new(),
+            containers: vec![],
+        }
+    }
+
+    fn below(path: &str, populated: bool) -> BelowPod {
+        BelowPod { cgroup: path.into(), cgroup_id: 0, populated }
+    }
+
+    #[test]
+    fn containers_are_the_pods_leaves_with_processes_each_judged_where_it_is() {
+        let mut pods = vec![pod("/kubepods/poda"), pod("/kubepods/podb")];
+        let below = vec![
+            below("/kubepods/poda/ctr1", true),
+            below("/kubepods/poda/ctr2", true),
+            below("/kubepods/poda/empty", false),
+            below("/kubepods/podb/mid", true),
+            below("/kubepods/podb/mid/leaf", true),
+        ];
+        let attachments = vec![
+            att("/", "connect4", AttachFlags::Override, 1),
+            att("/kubepods/poda/ctr2", "connect4", AttachFlags::None, 9),
+        ];
+        assign(&mut pods, below, &attachments, &[(t("connect4"), vec![1])].into());
+        let names: Vec<&str> = pods[0].containers.iter().map(|c| c.cgroup.as_str()).collect();
+        assert_eq!(names, ["/kubepods/poda/ctr1", "/kubepods/poda/ctr2"], "leaves holding processes only");
+        assert_eq!(connect4(&pods[0].effective), [1]);
+        assert_eq!(connect4(&pods[0].containers[0].effective), [1]);
+        assert_eq!(connect4(&pods[0].containers[1].effective), [9], "its own program replaced the root's");
+        assert_eq!(
+            pods[1].containers.iter().map(|c| c.cgroup.as_str()).collect::<Vec<_>>(),
+            ["/kubepods/podb/mid/leaf"]
+        );
+    }
+
+    #[test]
+    fn only_the_coverage_hooks_count() {
+        let l = Level::of([(t("post_bind4"), AttachFlags::Multi, 3), (t("device"), AttachFlags::Multi, 4)]);
+        assert!(l.is_empty());
+        assert_eq!(HOOKS.iter().filter(|h| AttachType::from_name(h).is_some()).count(), 8);
+    }
+
+    #[test]
+    fn what_runs_from_above_the_root_is_the_kernels_rest_taken_as_multi() {
+        let root = level(AttachFlags::Multi, &[2]);
+        let kernel: Effective = [(t("connect4"), vec![2, 7])].into();
+        let above = Level::above(&root, &kernel);
+        assert_eq!(connect4(&effective([&Level::default(), &root, &above])), [2, 7]);
+        assert_eq!(connect4(&effective([&level(AttachFlags::None, &[5]), &root, &above])), [5, 2, 7]);
+        assert!(Level::above(&root, &[(t("connect4"), vec![2])].into()).is_empty(), "nothing above");
+    }
+}

@@ -1,0 +1,71 @@
+//! `socket_lb_missing_at_root`: a CNI uses a socket-LB hook (attached somewhere, or pinned) but has nothing on it at the root.
+
+use super::*;
+
+pub(super) const EXPLANATION: &str = "the CNI's socket-LB programs for these hooks are attached on the node or pinned in its bpffs, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled.";
+
+pub(super) fn missing_at_root(
+    snap: &Snapshot,
+    policy: &Policy,
+    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
+    out: &mut Vec<Finding>,
+) {
+    for (owner, types) in hooks {
+        for &t in types {
+            let at_root = snap.attachments.iter().any(|a| {
+                a.cgroup_id == snap.root.cgroup_id
+                    && a.attach_type == t
+                    && owner_of(snap, a.prog_id, Some(t), policy) == *owner
+            });
+            if at_root || snap.unsupported_attach_types.contains(&t) {
+                continue;
+            }
+            let message = format!(
+                "{o} has {t} socket-LB programs attached on this node or pinned in its bpffs, but none is attached to {t} on the root cgroup: \
+                 pods on this node do not get {o}'s {t} load balancing, while the agent may still report socket LB as enabled.",
+                o = owner.as_str()
+            );
+            let mut f = Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, REMOUNT_FIX.to_owned());
+            f.cgroup = Some("/".to_owned());
+            f.attach_type = Some(t);
+            f.owner = Some(*owner);
+            out.push(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::tests::*;
+
+    #[test]
+    fn a_cni_program_merely_loaded_says_nothing_one_pinned_by_the_cni_does() {
+        let mut s = node();
+        prog(&mut s, 40, "cil_sock4_sendm", ProgType::CgroupSockAddr);
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "anyone can load a program with Cilium's name");
+        s.cni_pins.push(CniPin {
+            cni: Cni::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_sendmsg".into(),
+            prog_id: 40,
+            link_id: Some(7),
+        });
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["socket_lb_missing_at_root"]);
+        assert_eq!(f[0].attach_type, Some(at("sendmsg4")));
+    }
+
+    #[test]
+    fn unsupported_hook_is_not_reported_missing() {
+        let mut s = node();
+        prog(&mut s, 41, "cil_sock_release", ProgType::CgroupSock);
+        s.cni_pins.push(CniPin {
+            cni: Cni::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
+            prog_id: 41,
+            link_id: None,
+        });
+        s.unsupported_attach_types.push(at("sock_release"));
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+}

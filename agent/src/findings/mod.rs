@@ -1,0 +1,444 @@
+//! Pure rules: a `Snapshot` in, findings out. Each finding says what is wrong
+//! in plain words and what to do about it.
+//!
+//! One file per kind of finding: its detection, its message and its unit
+//! tests. What several kinds share (whose a program is, how a place or a pod
+//! is named, who attached it) is here, beside `evaluate`, which applies them
+//! all.
+
+mod below_root;
+mod cni_agent_cgroupns;
+mod configured_not_attached;
+mod crowded_hooks;
+mod defunct_link;
+mod duplicates;
+mod foreign_on_cni_hook;
+mod leftovers;
+mod missing_at_root;
+mod mount_not_root;
+mod pods_without;
+mod v1_net_conflict;
+
+pub use crowded_hooks::{HOOK_PROGRAMS_WARN, hook_counts};
+pub use pods_without::UncoveredPod;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::attribution::{Attribution, attribute};
+use crate::bpf::{AttachType, BpfCommand};
+use crate::cgroup::RootKind;
+pub use crate::owner::Policy;
+use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
+use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, ProcessRef, Snapshot, SocketLb};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Kind {
+    SocketLbBelowRoot,
+    SocketLbMissingAtRoot,
+    PodsWithoutSocketLb,
+    CgroupMountNotRoot,
+    DefunctLink,
+    CniAgentPrivateCgroupns,
+    DuplicateCniPrograms,
+    HookProgramCountHigh,
+    SocketLbConfiguredNotAttached,
+    CniLeftoverPrograms,
+    ForeignProgramOnCniHook,
+    CgroupV1NetControllerConflict,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// The severities findings of this kind can have (each is a metric
+    /// series, exported as 0 while absent).
+    pub fn severities(self) -> &'static [Severity] {
+        match self {
+            Kind::SocketLbBelowRoot
+            | Kind::SocketLbMissingAtRoot
+            | Kind::PodsWithoutSocketLb
+            | Kind::SocketLbConfiguredNotAttached
+            | Kind::CgroupV1NetControllerConflict => &[Severity::Critical],
+            Kind::CgroupMountNotRoot | Kind::DuplicateCniPrograms | Kind::HookProgramCountHigh => {
+                &[Severity::Critical, Severity::Warning]
+            }
+            Kind::DefunctLink
+            | Kind::CniAgentPrivateCgroupns
+            | Kind::CniLeftoverPrograms
+            | Kind::ForeignProgramOnCniHook => &[Severity::Warning],
+        }
+    }
+
+    /// What findings of this kind mean, for a group of them.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Kind::SocketLbBelowRoot => below_root::EXPLANATION,
+            Kind::SocketLbMissingAtRoot => missing_at_root::EXPLANATION,
+            Kind::PodsWithoutSocketLb => pods_without::EXPLANATION,
+            Kind::CgroupMountNotRoot => mount_not_root::EXPLANATION,
+            Kind::DefunctLink => defunct_link::EXPLANATION,
+            Kind::CniAgentPrivateCgroupns => cni_agent_cgroupns::EXPLANATION,
+            Kind::DuplicateCniPrograms => duplicates::EXPLANATION,
+            Kind::HookProgramCountHigh => crowded_hooks::EXPLANATION,
+            Kind::SocketLbConfiguredNotAttached => configured_not_attached::EXPLANATION,
+            Kind::CniLeftoverPrograms => leftovers::EXPLANATION,
+            Kind::ForeignProgramOnCniHook => foreign_on_cni_hook::EXPLANATION,
+            Kind::CgroupV1NetControllerConflict => v1_net_conflict::EXPLANATION,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub severity: Severity,
+    pub cgroup: Option<String>,
+    pub attach_type: Option<AttachType>,
+    pub prog_id: Option<u32>,
+    pub prog_name: Option<String>,
+    pub owner: Option<Owner>,
+    pub link_id: Option<u32>,
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+    /// The pod's namespace and name and the container's name, as the node's
+    /// runtime or kubelet logs give them (`null`: not found on the node).
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
+    pub runtime: Option<&'static str>,
+    pub qos: Option<&'static str>,
+    pub processes: Vec<ProcessRef>,
+    /// How many things the finding covers (pods for pods_without_socket_lb).
+    pub count: Option<u64>,
+    /// The mount point, for cgroup_mount_not_root.
+    pub mount_point: Option<String>,
+    /// The process whose bpf() call made this attachment, when the daemon's
+    /// event tracing saw it (always null for one-shot audits).
+    pub attached_by: Option<Actor>,
+    pub message: String,
+    pub remediation: String,
+    /// pods_without_socket_lb: each pod, and each of its containers, with
+    /// the hooks that lack the CNI's programs (empty for other kinds).
+    pub pods: Vec<UncoveredPod>,
+}
+
+impl Finding {
+    fn new(kind: Kind, severity: Severity, message: String, remediation: String) -> Finding {
+        debug_assert!(kind.severities().contains(&severity), "{kind:?} is never {severity:?}: add it to severities()");
+        Finding {
+            kind,
+            severity,
+            cgroup: None,
+            attach_type: None,
+            prog_id: None,
+            prog_name: None,
+            owner: None,
+            link_id: None,
+            pod_uid: None,
+            container_id: None,
+            pod_namespace: None,
+            pod_name: None,
+            container_name: None,
+            runtime: None,
+            qos: None,
+            processes: Vec::new(),
+            count: None,
+            mount_point: None,
+            attached_by: None,
+            message,
+            remediation,
+            pods: Vec::new(),
+        }
+    }
+
+    fn at_cgroup(mut self, cgroup: &str, snap: &Snapshot) -> Finding {
+        let Attribution { pod_uid, container_id, runtime, qos, .. } = attribute(cgroup);
+        self.cgroup = Some(cgroup.to_owned());
+        let named = pod_uid.as_deref().and_then(|uid| snap.names.pod(uid, container_id.as_deref()));
+        self.pod_namespace = named.map(|p| p.namespace.clone());
+        self.pod_name = named.map(|p| p.name.clone());
+        self.container_name = container_id.as_deref().and_then(|c| snap.names.container(c)).map(str::to_owned);
+        // The cgroupfs driver's path names no runtime; the runtime that
+        // named the container does.
+        let source = container_id.as_deref().and_then(|c| snap.names.containers.get(c)?.as_ref()).map(|c| c.source);
+        self.runtime = runtime.or(source.filter(|s| *s != "kubelet logs"));
+        self.pod_uid = pod_uid;
+        self.container_id = container_id;
+        self.qos = qos;
+        self.processes = snap.processes.get(cgroup).cloned().unwrap_or_default();
+        self
+    }
+}
+
+/// Who made an attachment, from a traced bpf() call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    /// The event that says so, as numbered in the daemon's `/events`.
+    pub event: u64,
+    pub pid: u32,
+    pub comm: String,
+    pub command: BpfCommand,
+    /// When the call was made, in milliseconds since the Unix epoch.
+    pub time_unix_ms: u64,
+    /// The caller's cgroup, relative to the audited root when inside it.
+    pub cgroup: Option<String>,
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
+}
+
+/// The latest attach call that made this attachment: the same cgroup, hook
+/// and program.
+pub(super) fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
+    let e = snap.events.iter().rev().find(|e| {
+        matches!(e.change, Change::BpfCall { command, cgroup_id, attach_type, prog_id, .. }
+            if command.attaches() && cgroup_id == Some(a.cgroup_id) && attach_type == Some(a.attach_type)
+                && prog_id.is_none_or(|p| p == a.prog_id))
+    })?;
+    let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
+    let who = cgroup.as_deref().map(attribute).unwrap_or_default();
+    let named = who.pod_uid.as_deref().and_then(|uid| snap.names.pod(uid, who.container_id.as_deref()));
+    Some(Actor {
+        pod_namespace: named.map(|p| p.namespace.clone()),
+        pod_name: named.map(|p| p.name.clone()),
+        container_name: who.container_id.as_deref().and_then(|c| snap.names.container(c)).map(str::to_owned),
+        event: e.seq,
+        pid: e.pid,
+        comm: e.comm.clone(),
+        command: e.change.command()?,
+        time_unix_ms: e.time_unix_ms,
+        cgroup,
+        pod_uid: who.pod_uid,
+        container_id: who.container_id,
+    })
+}
+
+/// Owner of an attached program.
+pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
+    match snap.programs.get(&prog_id) {
+        Some(p) => classify(&p.name, p.prog_type, attach_type, policy),
+        None => Owner::Unknown,
+    }
+}
+
+pub(super) fn prog_name(snap: &Snapshot, id: u32) -> String {
+    snap.programs.get(&id).map_or_else(
+        || format!("prog {id} (unloaded)"),
+        |p| if p.name.is_empty() { format!("prog {id}") } else { p.name.clone() },
+    )
+}
+
+pub(super) const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
+Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed below the root \
+(`agent remount --apply --detach-misattached --unpin-stale-links`), \
+keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
+
+/// A pod by name when the node says it, else by UID.
+pub(super) fn pod_named(snap: &Snapshot, uid: &str, container_id: Option<&str>) -> String {
+    match snap.names.pod(uid, container_id) {
+        Some(p) => format!("{}/{}", p.namespace, p.name),
+        None => uid.to_owned(),
+    }
+}
+
+pub(super) fn where_(snap: &Snapshot, a: &Attribution, cgroup: &str) -> String {
+    let short = |c: &str| c[..c.len().min(12)].to_owned();
+    match (&a.pod_uid, &a.container_id) {
+        (Some(p), Some(c)) => {
+            let container = snap.names.container(c).map_or_else(|| short(c), |n| format!("{n} ({})", short(c)));
+            format!("container {container} of pod {}", pod_named(snap, p, Some(c)))
+        }
+        (Some(p), None) => format!("pod {}", pod_named(snap, p, None)),
+        _ => format!("cgroup {cgroup}"),
+    }
+}
+
+/// Socket-LB hooks each CNI uses: those its programs are attached to
+/// anywhere, and those its programs pinned in its bpffs directory are built
+/// for (a pinned link whose cgroup is gone, which the CNI reuses on
+/// restart). A program merely loaded with a CNI's name says nothing: anyone
+/// can load one.
+pub(super) fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<AttachType>> {
+    let mut hooks: BTreeMap<Owner, BTreeSet<AttachType>> = BTreeMap::new();
+    for a in snap.attachments.iter().filter(|a| a.attach_type.is_socket_lb()) {
+        let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
+        if owner.is_cni() {
+            hooks.entry(owner).or_default().insert(a.attach_type);
+        }
+    }
+    for pin in &snap.cni_pins {
+        let Some(p) = snap.programs.get(&pin.prog_id) else { continue };
+        let owner = classify(&p.name, p.prog_type, None, policy);
+        if let (true, Some(hook)) = (owner == pin.cni.owner(), intended_hook(&p.name)) {
+            hooks.entry(owner).or_default().insert(hook);
+        }
+    }
+    hooks
+}
+
+pub(super) fn place(snap: &Snapshot, cgroup: &str) -> String {
+    if cgroup == "/" { "the root cgroup".to_owned() } else { where_(snap, &attribute(cgroup), cgroup) }
+}
+
+pub(super) fn at_root(snap: &Snapshot, a: &Attachment) -> bool {
+    a.cgroup_id == snap.root.cgroup_id
+}
+
+pub(super) fn unix_ms_text(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+/// The running, privileged agents of `cni`.
+pub(super) fn agents(snap: &Snapshot, cni: Cni) -> impl Iterator<Item = &crate::snapshot::CniProcess> {
+    snap.cni_processes.iter().filter(move |p| p.cni == cni && p.privileged)
+}
+
+/// The pods and containers `found` names, for `scan::names` to look up.
+pub fn names_wanted(found: &[Finding]) -> NamesWanted {
+    let mut wanted = NamesWanted::default();
+    let mut add = |cgroup: Option<&str>| {
+        let a = attribute(cgroup.unwrap_or_default());
+        if let Some(id) = a.container_id {
+            wanted.containers.insert(id, (a.pod_uid.clone(), a.runtime));
+        }
+        if let Some(uid) = a.pod_uid {
+            wanted.pods.insert(uid);
+        }
+    };
+    for f in found {
+        add(f.cgroup.as_deref());
+        add(f.attached_by.as_ref().and_then(|a| a.cgroup.as_deref()));
+    }
+    for p in found.iter().flat_map(|f| &f.pods) {
+        add(Some(&p.cgroup));
+        for c in &p.containers {
+            add(Some(&c.cgroup));
+        }
+    }
+    wanted
+}
+
+/// Applies every rule.
+pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
+    let mut out = Vec::new();
+    below_root::below_root(snap, policy, &mut out);
+    let hooks = cni_hooks(snap, policy);
+    missing_at_root::missing_at_root(snap, policy, &hooks, &mut out);
+    pods_without::pods_without(snap, policy, &hooks, &mut out);
+    mount_not_root::mounts_not_root(snap, &mut out);
+    defunct_link::defunct_links(snap, policy, &mut out);
+    duplicates::duplicates(snap, policy, &mut out);
+    crowded_hooks::crowded_hooks(snap, policy, &mut out);
+    configured_not_attached::configured_not_attached(snap, policy, &mut out);
+    leftovers::leftovers(snap, policy, &mut out);
+    foreign_on_cni_hook::foreign_on_cni_hooks(snap, policy, &hooks, &mut out);
+    v1_net_conflict::v1_net_conflict(snap, policy, &mut out);
+    // A CNI agent in a private cgroupns is normal when its init container
+    // mounted cgroup2 from the host's namespaces; it only explains a problem.
+    if out.iter().any(|f| f.severity == Severity::Critical) {
+        cni_agent_cgroupns::cni_agents(snap, &mut out);
+    }
+    out.sort_by(|a, b| {
+        (a.severity, a.kind, &a.cgroup, a.attach_type, a.prog_id).cmp(&(
+            b.severity,
+            b.kind,
+            &b.cgroup,
+            b.attach_type,
+            b.prog_id,
+        ))
+    });
+    out
+}
+
+/// Whether the audit could see everything it judged.
+pub fn complete(snap: &Snapshot) -> bool {
+    snap.root.kind != RootKind::Namespaced
+}
+
+/// Attachments with their owners, for reports.
+pub fn owned<'a>(snap: &'a Snapshot, policy: &'a Policy) -> impl Iterator<Item = (&'a Attachment, Owner)> + 'a {
+    snap.attachments.iter().map(move |a| (a, owner_of(snap, a.prog_id, Some(a.attach_type), policy)))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Shared by every rule's tests: the fixtures and these imports.
+    pub(crate) use super::*;
+    pub(crate) use crate::bpf::ProgType;
+    pub(crate) use crate::bpf::sys::CgroupLinkInfo;
+    pub(crate) use crate::fixtures::*;
+    pub(crate) use crate::snapshot::{CgroupMount, CniPin, V1NetController};
+
+    pub(crate) fn kinds(f: &[Finding]) -> Vec<&'static str> {
+        f.iter().map(|f| f.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn socket_lb_at_the_root_is_clean() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        cilium_connect(&mut s, "/", 1);
+        s.pods.push(pod_cgroup(POD, 44, "f8371831-8021-4722-af27-93c925d25a14", &[10, 11]));
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn findings_name_pods_and_containers_the_node_named() {
+        use crate::snapshot::{ContainerName, PodName};
+        let uid = "f8371831-8021-4722-af27-93c925d25a14";
+        let cid = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
+        let mut s = node();
+        cilium_connect(&mut s, CTR, CTR_ID);
+        s.pods.push(pod_cgroup(POD, 44, uid, &[]));
+        let other = "0a0a0a0a-0000-4000-8000-000000000000";
+        s.pods.push(pod_cgroup(&format!("/kubepods/pod{other}"), 45, other, &[]));
+
+        // What to look up: the container and pod of the findings, and the
+        // pods without socket LB.
+        let wanted = names_wanted(&evaluate(&s, &Policy::default()));
+        assert_eq!(wanted.containers.get(cid), Some(&(Some(uid.to_owned()), Some("containerd"))));
+        assert!(wanted.pods.contains(uid) && wanted.pods.contains(other), "{wanted:?}");
+
+        let pod = PodName { namespace: "kube-system".into(), name: "cilium-x7k2p".into() };
+        s.names.containers.insert(
+            cid.into(),
+            Some(ContainerName { pod: pod.clone(), container: Some("cilium-agent".into()), source: "containerd" }),
+        );
+        s.names.pods.insert(uid.into(), pod);
+        s.names.pods.insert(other.into(), PodName { namespace: "shop".into(), name: "web-0".into() });
+        let f = evaluate(&s, &Policy::default());
+        let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).unwrap();
+        assert_eq!(below.pod_namespace.as_deref(), Some("kube-system"));
+        assert_eq!(below.pod_name.as_deref(), Some("cilium-x7k2p"));
+        assert_eq!(below.container_name.as_deref(), Some("cilium-agent"));
+        assert!(
+            below.message.contains("on container cilium-agent (fbbef81081fd) of pod kube-system/cilium-x7k2p"),
+            "{}",
+            below.message
+        );
+        let without = f.iter().find(|f| f.kind == Kind::PodsWithoutSocketLb).unwrap();
+        assert!(without.message.ends_with("Pods: kube-system/cilium-x7k2p, shop/web-0"), "{}", without.message);
+    }
+}

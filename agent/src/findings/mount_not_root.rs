@@ -1,0 +1,67 @@
+//! `cgroup_mount_not_root`: a cgroup2 mount in PID 1's mount namespace whose top is not the root (the cause of the seed).
+
+use super::*;
+
+pub(super) const EXPLANATION: &str =
+    "these cgroup2 mounts are rooted below the hierarchy root: they were made from inside a private cgroup namespace.";
+
+pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
+    for m in &snap.mounts {
+        let MountTop::Known { cgroup_id, cgroup: Some(cgroup) } = &m.top else { continue };
+        if *cgroup_id == snap.root.cgroup_id {
+            continue;
+        }
+        let cni = Cni::from_mount_point(&m.mount_point);
+        let severity = if cni.is_some() { Severity::Critical } else { Severity::Warning };
+        let message = format!(
+            "cgroup2 is mounted at {mp} in PID 1's mount namespace, but the mount's top is cgroup {cgroup} (id {cgroup_id}), not the root: \
+             it was mounted from inside a private cgroup namespace. {consequence}",
+            mp = m.mount_point.display(),
+            consequence = match cni {
+                Some(c) => format!(
+                    "{c} attaches its socket-LB programs to the top of this mount, so they land on that cgroup instead of the root."
+                ),
+                None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
+            }
+        );
+        let remediation = format!(
+            "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
+             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`); \
+             on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`.",
+            mp = m.mount_point.display()
+        );
+        let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
+        f.mount_point = Some(m.mount_point.display().to_string());
+        f.owner = cni.map(Cni::owner);
+        out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::tests::*;
+
+    #[test]
+    fn cni_mount_below_root_is_critical_and_outside_the_tree_is_ignored() {
+        let mut s = node();
+        let mount = |mp: &str, id: u64, cgroup: Option<&str>| CgroupMount {
+            mount_point: mp.into(),
+            mountinfo_root: "/".into(),
+            top: MountTop::Known { cgroup_id: id, cgroup: cgroup.map(str::to_owned) },
+        };
+        s.mounts = vec![
+            mount("/sys/fs/cgroup", 1, Some("/")),
+            mount("/run/cilium/cgroupv2", CTR_ID, Some(CTR)),
+            mount("/mnt/elsewhere", 77, Some("/system.slice")),
+            mount("/run/calico/cgroup", 999, None),
+        ];
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["cgroup_mount_not_root", "cgroup_mount_not_root"]);
+        assert_eq!(
+            (f[0].severity, f[0].cgroup.as_deref(), f[0].owner),
+            (Severity::Critical, Some(CTR), Some(Owner::Cilium))
+        );
+        assert_eq!((f[1].severity, f[1].cgroup.as_deref()), (Severity::Warning, Some("/system.slice")));
+    }
+}
