@@ -102,12 +102,28 @@ pub struct StandInCni {
     child: Child,
     pub pid: u32,
     pub mount: PathBuf,
+    /// The id of the cgroup2 mount it made (none with `--use-mount`).
+    mount_id: Option<i32>,
+}
+
+/// The id of the top mount at `path` in this mount namespace.
+fn top_mount_id(path: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mi = agent::mounts::parse_mountinfo(text.as_bytes());
+    mi.mounts.iter().rev().find(|m| m.mount_point == path).map(|m| m.mount_id)
 }
 
 impl StandInCni {
     pub fn start(mount: &str, join: &Path, private: bool, attach: &str) -> StandInCni {
+        Self::start_with(mount, join, private, attach, &[])
+    }
+
+    /// With more flags of `fixture socket-lb-agent` (`--real-lb`,
+    /// `--use-mount`).
+    pub fn start_with(mount: &str, join: &Path, private: bool, attach: &str, extra: &[&str]) -> StandInCni {
         let mut cmd = Command::new(fixture_bin());
         cmd.args(["socket-lb-agent", mount, "--join"]).arg(join).args(["--attach", attach, "--name", "cilium-agent"]);
+        cmd.args(extra);
         if private {
             cmd.arg("--private-cgroupns");
         }
@@ -115,7 +131,8 @@ impl StandInCni {
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read the stand-in CNI");
         let pid = child.id();
-        let cni = StandInCni { child, pid, mount: PathBuf::from(mount) };
+        let mount_id = if extra.contains(&"--use-mount") { None } else { top_mount_id(Path::new(mount)) };
+        let cni = StandInCni { child, pid, mount: PathBuf::from(mount), mount_id };
         assert_eq!(line.trim(), "attached 10", "the stand-in CNI did not attach");
         cni
     }
@@ -125,7 +142,10 @@ impl Drop for StandInCni {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        // Its mount outlives it in PID 1's mount namespace.
-        while nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH).is_ok() {}
+        // Its mount outlives it in PID 1's mount namespace, unless a repair
+        // replaced it meanwhile.
+        if self.mount_id.is_some() && top_mount_id(&self.mount) == self.mount_id {
+            let _ = nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH);
+        }
     }
 }

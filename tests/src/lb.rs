@@ -198,3 +198,85 @@ pub fn run_probe(cgroup: &Path) -> Traffic {
     }
     Traffic { tcp, tcp_peer_is_vip, udp, udp_reply_from_vip, tcp6 }
 }
+
+/// A process living in a cgroup (`fixture pause`), as a container's does,
+/// so that the audit finds the cgroup holding processes; killed on drop.
+pub struct Resident(std::process::Child);
+
+impl Resident {
+    pub fn new(cgroup: &Path) -> Resident {
+        let child = Command::new(fixture_bin())
+            .arg("pause")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn fixture pause");
+        let pid = child.id();
+        let resident = Resident(child);
+        std::fs::write(cgroup.join("cgroup.procs"), pid.to_string())
+            .unwrap_or_else(|e| panic!("move {pid} into {}: {e}", cgroup.display()));
+        resident
+    }
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What an audit says of each container's sockets, by hook: the hooks
+/// `pods_without_socket_lb` names for it (none: covered). Every container
+/// the report's pods list is there; containers of pods not listed are
+/// covered.
+pub fn uncovered_hooks(report: &serde_json::Value) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    let findings = report["findings"].as_array().expect("findings");
+    for f in findings.iter().filter(|f| f["kind"] == "pods_without_socket_lb") {
+        for pod in f["pods"].as_array().expect("pods") {
+            for c in pod["containers"].as_array().expect("containers") {
+                let hooks = c["hooks"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().to_owned()).collect();
+                out.insert(c["cgroup"].as_str().unwrap().to_owned(), hooks);
+            }
+        }
+    }
+    out
+}
+
+/// Which part of the probe a hook's program makes work.
+type Part = fn(&Traffic) -> bool;
+
+/// The hooks each part of the probe depends on, and the part it needs to
+/// have worked first (the peer of a connection that never reached the
+/// backend, or a reply to a datagram it never got, says nothing).
+const PROBED: [(&str, Part, Option<Part>); 5] = [
+    ("connect4", |t| t.tcp, None),
+    ("getpeername4", |t| t.tcp_peer_is_vip, Some(|t| t.tcp)),
+    ("sendmsg4", |t| t.udp, None),
+    ("recvmsg4", |t| t.udp_reply_from_vip, Some(|t| t.udp)),
+    ("connect6", |t| t.tcp6, None),
+];
+
+/// Panics unless, for every container (`root` + its path relative to the
+/// audited root), what the report says (`uncovered_hooks`) is what the
+/// traffic from there does: a hook the report names as lacking is one whose
+/// translation the probe sees fail, and the other way round.
+pub fn assert_verdict_is_traffic(root: &Path, report: &serde_json::Value, containers: &[&str]) {
+    let said = uncovered_hooks(report);
+    for c in containers {
+        let traffic = probe(&root.join(c.trim_start_matches('/')));
+        let lacking = said.get(*c).cloned().unwrap_or_default();
+        for (hook, translated, needs) in PROBED {
+            if needs.is_some_and(|first| !first(&traffic)) {
+                continue;
+            }
+            assert_eq!(
+                !lacking.iter().any(|h| h == hook),
+                translated(&traffic),
+                "{c}: the report says {hook} is {}, the traffic says it is {} ({traffic:?}); report:\n{report:#}",
+                if lacking.iter().any(|h| h == hook) { "not in effect" } else { "in effect" },
+                if translated(&traffic) { "translated" } else { "not translated" },
+            );
+        }
+    }
+}

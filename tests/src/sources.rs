@@ -53,8 +53,10 @@ pub fn full_passes(d: &Daemon) -> f64 {
         .sum()
 }
 
-fn audit_json(t: &TestCgroup) -> Value {
-    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+fn audit_json(extra: &[&str]) -> Value {
+    let mut args = vec!["audit", "--output", "json"];
+    args.extend_from_slice(extra);
+    let run = agent(&args);
     assert!(run.code == 0 || run.code == 1, "{run:?}");
     run.json()
 }
@@ -96,9 +98,15 @@ pub fn answer(report: &Value) -> (BTreeSet<String>, BTreeSet<String>, Value, Val
 /// within a few seconds (the daemon reads the CNI agents again at most
 /// every 2 s).
 pub fn assert_picture_is_a_fresh_audit(d: &Daemon, t: &TestCgroup) {
+    assert_picture_is_an_audit(d, &["--cgroup-root", t.path.to_str().unwrap()]);
+}
+
+/// The same, for a daemon started with `agent audit`'s `args` (none: the
+/// node's real root).
+pub fn assert_picture_is_an_audit(d: &Daemon, args: &[&str]) {
     let read = || {
         let picture: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
-        (answer(&picture), answer(&audit_json(t)))
+        (answer(&picture), answer(&audit_json(args)))
     };
     let mut last = read();
     wait_until(Duration::from_secs(5), || {
@@ -200,14 +208,15 @@ pub fn changes_reach_the_picture(events: &str) {
     reaches(&d, events, "link closed", &ctr_rel, connect4, &[]);
 
     // The seed's agent: in the other pod's container, in a cgroup
-    // namespace of its own, attaching through its own cgroup2 mount.
+    // namespace of its own, attaching through its own cgroup2 mount (in a
+    // mount namespace of its own: nothing is left mounted after it).
     let mount = tempfile::tempdir().unwrap();
     let mut cni = std::process::Command::new(fixture_bin())
         .arg("socket-lb-agent")
         .arg(mount.path())
         .arg("--join")
         .arg(&other)
-        .args(["--private-cgroupns", "--name", "cilium-agent"])
+        .args(["--private-cgroupns", "--private-mountns", "--name", "cilium-agent"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn the stand-in agent");
@@ -227,7 +236,6 @@ pub fn changes_reach_the_picture(events: &str) {
     assert_picture_is_a_fresh_audit(&d, &t);
     let _ = cni.kill();
     let _ = cni.wait();
-    let _ = nix::mount::umount2(mount.path(), nix::mount::MntFlags::MNT_DETACH);
     let gone = wait_until(deadline(events), || d.metric(below) == Some(0.0));
     assert!(gone, "the released links stayed in the picture:\n{}", d.get("/metrics").1);
 

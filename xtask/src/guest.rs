@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::kernels::Fetched;
-use crate::{STATIC_TARGET, Tally, cargo, output, run, workspace_root};
+use crate::{STATIC_TARGET, Tally, cargo, run, workspace_root};
 
 /// The guests' boot profiles: which cgroup hierarchies init mounts, and
 /// which guest tests (the module of that name) run.
@@ -60,20 +60,34 @@ pub fn build(agent: PathBuf) -> Result<GuestBinaries> {
     ]))?;
     let bin = workspace_root().join(format!("target/{STATIC_TARGET}/dist"));
     // The test binary's file name carries a hash: cargo names it.
-    let json = output(cargo().args([
-        "test",
-        "--no-run",
-        "--profile",
-        "dist",
-        "--target",
-        STATIC_TARGET,
-        "--package",
-        "integration-tests",
-        "--test",
-        "guest",
-        "--message-format",
-        "json",
-    ]))?;
+    let built = cargo()
+        .args([
+            "test",
+            "--no-run",
+            "--profile",
+            "dist",
+            "--target",
+            STATIC_TARGET,
+            "--package",
+            "integration-tests",
+            "--test",
+            "guest",
+            "--message-format",
+            "json-diagnostic-rendered-ansi",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("run cargo test --no-run for the guest tests")?;
+    let json = String::from_utf8_lossy(&built.stdout);
+    if !built.status.success() {
+        // The compiler's messages are in the JSON: show them as it would.
+        for m in json.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+            if let Some(text) = m["message"]["rendered"].as_str() {
+                eprint!("{text}");
+            }
+        }
+        bail!("building the guest tests failed");
+    }
     let tests = json
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -10,7 +10,7 @@ use crate::cli::{Output, RemountArgs};
 use crate::owner::Cni;
 use crate::remount::plan::{PathState, Plan};
 use crate::remount::programs::{self, Detach, Unpin};
-use crate::remount::{Outcome, RemountError, Target};
+use crate::remount::{Outcome, RemountError, Replaced, Target};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RemountReport {
@@ -20,6 +20,9 @@ pub struct RemountReport {
     pub outcome: Outcome,
     /// What the path holds after applying.
     pub after: Option<PathState>,
+    /// How a namespaced mount was replaced: `beneath` (MOVE_MOUNT_BENEATH,
+    /// 6.5+; the path always had a mount) or `detached_first`.
+    pub replaced: Option<Replaced>,
     pub error: Option<String>,
     pub detach: Vec<Detach>,
     pub unpin: Vec<Unpin>,
@@ -55,7 +58,14 @@ impl RemountReport {
         let _ = writeln!(s, "{verb}: {} (target pid {})", self.plan.path.display(), self.target_pid);
         let _ = writeln!(s, "    plan:  {} - {}", self.plan.action.as_str(), self.plan.reason);
         if let Some(after) = &self.after {
-            let _ = writeln!(s, "    after: {after}");
+            let how = match self.replaced {
+                Some(Replaced::Beneath) => " (the new mount went beneath the old one, which was then detached)",
+                Some(Replaced::DetachedFirst) => {
+                    " (the old mount was detached, then the new one attached: no MOVE_MOUNT_BENEATH before Linux 6.5)"
+                }
+                None => "",
+            };
+            let _ = writeln!(s, "    after: {after}{how}");
         }
         if let Some(e) = &self.error {
             let _ = writeln!(s, "    error: {e}");
@@ -124,6 +134,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         applied: args.apply,
         outcome: done.outcome,
         after: done.after,
+        replaced: done.replaced,
         error: done.error.map(|e| e.to_string()),
         detach: Vec::new(),
         unpin: Vec::new(),

@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use rustix::thread::ThreadNameSpaceType;
 use serde::{Deserialize, Serialize};
 
-use super::mountpoint::{self, Failure};
+use super::mountpoint::{self, Failure, Replaced};
 use super::plan::{Action, Observed};
 use super::{RemountError, Target};
 use crate::cli::HelperArgs;
@@ -41,7 +41,7 @@ pub enum Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
-    Observed(Observed),
+    Observed { seen: Observed, replaced: Option<Replaced> },
     Failed(Failure),
 }
 
@@ -50,7 +50,7 @@ pub enum Reply {
 pub fn main(args: &HelperArgs) -> u8 {
     let reply = match serde_json::from_str::<Request>(&args.request) {
         Ok(request) => match work(args, &request) {
-            Ok(seen) => Reply::Observed(seen),
+            Ok((seen, replaced)) => Reply::Observed { seen, replaced },
             Err(f) => Reply::Failed(f),
         },
         Err(e) => {
@@ -62,7 +62,7 @@ pub fn main(args: &HelperArgs) -> u8 {
     u8::from(matches!(reply, Reply::Failed(_))) * 2
 }
 
-fn work(args: &HelperArgs, request: &Request) -> Result<Observed, Failure> {
+fn work(args: &HelperArgs, request: &Request) -> Result<(Observed, Option<Replaced>), Failure> {
     // Before leaving our mount namespace: our own /proc/self, to read our
     // mountinfo and name our descriptors once we are in the target's.
     let open_dir = |p: &Path| {
@@ -74,7 +74,7 @@ fn work(args: &HelperArgs, request: &Request) -> Result<Observed, Failure> {
     let pidfd = crate::os::inherited_fd(PIDFD).ok_or(Failure::Enter { pid: args.target_pid, errno: libc::EBADF })?;
     enter(pidfd.as_fd(), &args.proc, args.target_pid)?;
     match request {
-        Request::Observe { path } => Ok(mountpoint::inspect(proc_self.as_fd(), path)?.observed),
+        Request::Observe { path } => Ok((mountpoint::inspect(proc_self.as_fd(), path)?.observed, None)),
         Request::Apply { path, action, expected, reference_root_id } => {
             mountpoint::apply(proc_self.as_fd(), proc_self_fd.as_fd(), path, *action, expected, *reference_root_id)
         }
@@ -122,7 +122,7 @@ fn exited(pidfd: BorrowedFd<'_>) -> bool {
 
 /// Runs the helper for `request` against `target` and waits for its reply,
 /// at most `target.timeout`.
-pub fn run(target: &Target, request: &Request) -> Result<Observed, RemountError> {
+pub fn run(target: &Target, request: &Request) -> Result<(Observed, Option<Replaced>), RemountError> {
     let json =
         serde_json::to_string(request).map_err(|e| RemountError::Helper(format!("encoding the request: {e}")))?;
     let mut cmd = Command::new(&target.helper);
@@ -161,7 +161,7 @@ pub fn run(target: &Target, request: &Request) -> Result<Observed, RemountError>
         let _ = s.read_to_string(&mut err);
     }
     match serde_json::from_str::<Reply>(out.trim()) {
-        Ok(Reply::Observed(seen)) => Ok(seen),
+        Ok(Reply::Observed { seen, replaced }) => Ok((seen, replaced)),
         Ok(Reply::Failed(f)) => Err(RemountError::Failed(f)),
         Err(_) => Err(RemountError::Helper(format!("the remount helper {status}: {}", err.trim()))),
     }

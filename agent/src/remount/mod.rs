@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::cgroup::RootKind;
 use crate::cgroup::root::{self};
-pub use mountpoint::{Failure, LOCK_FILE};
+pub use mountpoint::{Failure, LOCK_FILE, Replaced};
 use plan::{Action, PathState, Plan};
 
 /// Why a remount could not be planned or applied.
@@ -98,22 +98,26 @@ impl Target {
     /// Looks at `path` from inside the target's namespaces and plans.
     pub fn plan(&self, path: &Path) -> Result<Plan, RemountError> {
         let reference = reference_root(&self.proc)?;
-        let seen = helper::run(self, &helper::Request::Observe { path: path.to_owned() })?;
+        let (seen, _) = helper::run(self, &helper::Request::Observe { path: path.to_owned() })?;
         Ok(plan::plan(path.to_owned(), seen, reference))
     }
 
     /// Applies a plan that changes something, if the path is still exactly
-    /// what was planned. Returns the state seen afterwards, verified.
-    pub fn apply(&self, plan: &Plan) -> Result<PathState, RemountError> {
+    /// what was planned. Returns the state seen afterwards, verified, and
+    /// how a replaced mount was replaced.
+    pub fn apply(&self, plan: &Plan) -> Result<(PathState, Option<Replaced>), RemountError> {
         let request = helper::Request::Apply {
             path: plan.path.clone(),
             action: plan.action,
             expected: plan::Observed { state: plan.state.clone(), identity: plan.identity },
             reference_root_id: plan.reference_root_id,
         };
-        let after = helper::run(self, &request)?.state;
+        let (seen, replaced) = helper::run(self, &request)?;
+        let after = seen.state;
         match &after {
-            PathState::Mounted { top_cgroup_id: Some(id), .. } if *id == plan.reference_root_id => Ok(after),
+            PathState::Mounted { top_cgroup_id: Some(id), .. } if *id == plan.reference_root_id => {
+                Ok((after, replaced))
+            }
             _ => Err(RemountError::NotVerified {
                 path: plan.path.clone(),
                 state: Box::new(after),
@@ -126,16 +130,16 @@ impl Target {
     /// the one sequence both `agent remount` and `agent run` use.
     pub fn remediate(&self, path: &Path, apply: bool) -> Result<Remediation, RemountError> {
         let plan = self.plan(path)?;
-        let (outcome, after, error) = match plan.action {
-            Action::Nothing => (Outcome::NothingToDo, None, None),
-            Action::Refuse => (Outcome::Refused, None, None),
-            _ if !apply => (Outcome::DryRun, None, None),
+        let (outcome, after, replaced, error) = match plan.action {
+            Action::Nothing => (Outcome::NothingToDo, None, None, None),
+            Action::Refuse => (Outcome::Refused, None, None, None),
+            _ if !apply => (Outcome::DryRun, None, None, None),
             _ => match self.apply(&plan) {
-                Ok(after) => (Outcome::Done, Some(after), None),
-                Err(e) => (Outcome::Failed, None, Some(e)),
+                Ok((after, replaced)) => (Outcome::Done, Some(after), replaced, None),
+                Err(e) => (Outcome::Failed, None, None, Some(e)),
             },
         };
-        Ok(Remediation { plan, outcome, after, error })
+        Ok(Remediation { plan, outcome, after, replaced, error })
     }
 }
 
@@ -145,6 +149,8 @@ pub struct Remediation {
     pub plan: Plan,
     pub outcome: Outcome,
     pub after: Option<PathState>,
+    /// How a namespaced mount was replaced, when one was.
+    pub replaced: Option<Replaced>,
     pub error: Option<RemountError>,
 }
 

@@ -222,11 +222,25 @@ impl Lock {
     }
 }
 
+/// How a namespaced mount was replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Replaced {
+    /// The new mount was put beneath the old one (`MOVE_MOUNT_BENEATH`,
+    /// Linux 6.5), then the old one detached: the path always had a mount.
+    Beneath,
+    /// Before 6.5: the old mount was detached, then the new one (made and
+    /// checked beforehand) attached at once.
+    DetachedFirst,
+}
+
 /// Under the lock: checks that `path` is still exactly what was planned,
 /// makes the new cgroup2 mount (detached, so a failure changes nothing),
 /// checks it is rooted at `reference_root_id`, then attaches it; a
 /// namespaced mount is replaced by putting the new one beneath it and then
-/// detaching the old top. Returns what the path holds afterwards, verified.
+/// detaching the old top. Returns what the path holds afterwards, verified,
+/// and how a replaced mount was replaced.
 pub fn apply(
     proc_self: BorrowedFd<'_>,
     proc_self_fd: BorrowedFd<'_>,
@@ -234,7 +248,7 @@ pub fn apply(
     action: Action,
     expected: &Observed,
     reference_root_id: u64,
-) -> Result<Observed, Failure> {
+) -> Result<(Observed, Option<Replaced>), Failure> {
     let _lock = Lock::take()?;
     let mut now = inspect(proc_self, path)?;
     if now.observed != *expected {
@@ -245,14 +259,15 @@ pub fn apply(
         });
     }
     let mount = new_cgroup2(path, reference_root_id)?;
+    let mut replaced = None;
     match action {
         Action::Mount => attach(&mount, now.dirs[now.dirs.len() - 1].as_fd(), path)?,
         Action::CreateAndMount => {
             let dir = create(&mut now, path)?;
             attach(&mount, dir.as_fd(), path)?;
         }
-        Action::Replace => replace(&mount, &now, proc_self_fd, path)?,
-        Action::Nothing | Action::Refuse => return Ok(now.observed),
+        Action::Replace => replaced = Some(replace(&mount, &now, proc_self_fd, path)?),
+        Action::Nothing | Action::Refuse => return Ok((now.observed, None)),
     }
     let after = inspect(proc_self, path)?.observed;
     let new_id = statx(mount.as_fd(), path)?.stx_mnt_id;
@@ -260,7 +275,7 @@ pub fn apply(
         Observed { state: PathState::Mounted { top_cgroup_id: Some(id), .. }, identity: Some(i) }
             if *id == reference_root_id && i.mount_id == new_id =>
         {
-            Ok(after)
+            Ok((after, replaced))
         }
         _ => Err(Failure::NotVerified {
             path: path.to_owned(),
@@ -312,19 +327,21 @@ fn create(now: &mut Inspected, path: &Path) -> Result<OwnedFd, Failure> {
 /// the old top is detached through its own descriptor. Before 6.5 the old
 /// top goes first and the new one follows at once; the new one exists and
 /// is checked by then, so only the attach itself can still fail.
-fn replace(mount: &OwnedFd, now: &Inspected, proc_self_fd: BorrowedFd<'_>, path: &Path) -> Result<(), Failure> {
+fn replace(mount: &OwnedFd, now: &Inspected, proc_self_fd: BorrowedFd<'_>, path: &Path) -> Result<Replaced, Failure> {
     let top = now.dirs[now.dirs.len() - 1].as_fd();
     let flags = MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH
         | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH
         | MoveMountFlags::MOVE_MOUNT_BENEATH;
     match rustix::mount::move_mount(mount, "", top, "", flags) {
-        Ok(()) => detach_top(top, proc_self_fd, path),
+        Ok(()) => detach_top(top, proc_self_fd, path).map(|()| Replaced::Beneath),
+        // The flag is unknown before 6.5 (EINVAL): the other way.
         Err(Errno::INVAL) => {
             detach_top(top, proc_self_fd, path)?;
             let parent = now.dirs[now.dirs.len() - 2].as_fd();
             let name = path.file_name().unwrap_or_default();
             rustix::mount::move_mount(mount, "", parent, name, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
-                .map_err(|e| Failure::HalfDone { path: path.to_owned(), errno: e.raw_os_error() })
+                .map_err(|e| Failure::HalfDone { path: path.to_owned(), errno: e.raw_os_error() })?;
+            Ok(Replaced::DetachedFirst)
         }
         Err(e) => Err(call("move_mount(MOVE_MOUNT_BENEATH)", path)(e)),
     }

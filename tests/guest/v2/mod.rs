@@ -1,4 +1,6 @@
 //! Guests booted with cgroup2 at /sys/fs/cgroup.
 
+mod daemon;
 mod events;
+mod remount;
 mod seed;

@@ -5,13 +5,18 @@
 //! - `fixture runc ARGS`: runc ARGS, for the CRI tests' containerd, leaving
 //!   out CPU weights where cgroup v2 has no cpu controller.
 //! - `fixture socket-lb-agent <DIR> [--join CGROUP] [--private-cgroupns]
-//!   [--attach links|multi|override|none] [--name COMM]`: a CNI agent. It
+//!   [--attach links|multi|override|none] [--name COMM] [--real-lb]
+//!   [--use-mount] [--private-mountns]`: a CNI agent. It
 //!   joins CGROUP (a directory of the hierarchy), enters a cgroup namespace
 //!   of its own if asked (as a container with `cgroupns=private` runs), names
 //!   itself COMM, mounts cgroup2 at DIR (as Cilium mounts
 //!   /run/cilium/cgroupv2, in the mount namespace it was started in),
 //!   attaches the ten Cilium socket-LB programs to the top of that mount
-//!   (through bpf_links by default, or `BPF_PROG_ATTACH` with those flags),
+//!   (through bpf_links by default, or `BPF_PROG_ATTACH` with those flags;
+//!   allow-all programs, or with `--real-lb` ones that translate the test
+//!   Service: src/lb.rs; with `--use-mount`, through the cgroup2 already
+//!   mounted at DIR, as a restarted agent does; with `--private-mountns`,
+//!   mounting in a mount namespace of its own, which goes with it),
 //!   prints `attached N`, and sleeps. Links die with the process; programs
 //!   attached with `BPF_PROG_ATTACH` stay until detached. In a private
 //!   cgroup namespace the mount's top is the agent's own cgroup: the seed.
@@ -114,7 +119,7 @@ fn remount_paused(pid: &str, path: &str, timeout_ms: &str) {
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).expect("stdin");
     match target.apply(&plan) {
-        Ok(after) => say(format!("done: {after}")),
+        Ok((after, _)) => say(format!("done: {after}")),
         Err(e) => say(format!("error: {e}")),
     }
 }
@@ -211,12 +216,16 @@ fn main() {
 fn socket_lb_agent(dir: &Path, flags: &[String]) {
     let mut flags = flags.iter();
     let (mut join, mut private, mut attach, mut name) = (None, false, "links".to_owned(), None);
+    let (mut real, mut use_mount, mut private_mounts) = (false, false, false);
     while let Some(f) = flags.next() {
         match f.as_str() {
             "--join" => join = flags.next().cloned(),
             "--private-cgroupns" => private = true,
             "--attach" => attach = flags.next().cloned().expect("--attach HOW"),
             "--name" => name = flags.next().cloned(),
+            "--real-lb" => real = true,
+            "--use-mount" => use_mount = true,
+            "--private-mountns" => private_mounts = true,
             other => panic!("socket-lb-agent: unknown flag {other}"),
         }
     }
@@ -230,10 +239,23 @@ fn socket_lb_agent(dir: &Path, flags: &[String]) {
     if let Some(name) = name {
         nix::sys::prctl::set_name(&std::ffi::CString::new(name).expect("name")).expect("prctl PR_SET_NAME");
     }
-    std::fs::create_dir_all(dir).expect("mkdir");
-    nix::mount::mount(Some("none"), dir, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
-        .expect("mount cgroup2");
-    let progs = load_cilium_socket_lb();
+    if private_mounts {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).expect("unshare the mount namespace");
+        nix::mount::mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .expect("make / private");
+    }
+    if !use_mount {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        nix::mount::mount(Some("none"), dir, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
+            .expect("mount cgroup2");
+    }
+    let progs = if real { integration_tests::lb::load_socket_lb() } else { load_cilium_socket_lb() };
     let flags = match attach.as_str() {
         "links" => None,
         "multi" => Some(integration_tests::ALLOW_MULTI),

@@ -1,0 +1,48 @@
+//! `agent run` as the DaemonSet runs it, at each kernel's real root: it
+//! picks the best event source there, reports the seed at once, keeps a
+//! picture equal to a fresh audit, and stops on SIGTERM with its programs
+//! gone.
+
+use std::time::{Duration, Instant};
+
+use integration_tests::guest::{self, RootTree, StandInCni};
+use integration_tests::*;
+
+#[test]
+fn the_daemon_at_the_real_root_reports_the_seed_and_stops_cleanly() {
+    guest::require("v2");
+    let before = loaded_program_ids();
+    let mut d = Daemon::start(&["--interval", "1h"]);
+    assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
+    assert_eq!(d.metric(r#"cgaudit_event_source{source="fexit"}"#), Some(1.0), "{}", d.logs());
+    let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
+    assert_eq!(d.metric(below), Some(0.0));
+
+    let mut tree = RootTree::new();
+    let ctr = tree.mkdir(&cilium_container());
+    let start = Instant::now();
+    let cni = StandInCni::start("/run/cilium/cgroupv2", &ctr, true, "links");
+    assert!(wait_until(Duration::from_secs(3), || d.metric(below) == Some(10.0)), "{}", d.get("/metrics").1);
+    eprintln!("the seed's ten links reached /metrics {:?} after the agent started", start.elapsed());
+    let mount = r#"cgaudit_findings{kind="cgroup_mount_not_root",severity="critical"}"#;
+    assert!(wait_until(Duration::from_secs(5), || d.metric(mount) == Some(1.0)), "the cause is named too");
+    sources::assert_picture_is_an_audit(&d, &[]);
+    drop(cni);
+    assert!(wait_until(Duration::from_secs(3), || d.metric(below) == Some(0.0)), "{}", d.get("/metrics").1);
+    sources::assert_picture_is_an_audit(&d, &[]);
+
+    let its_own: Vec<u32> = programs_left_since(&before);
+    assert!(!its_own.is_empty(), "its event programs are loaded");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(d.child.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+    let mut status = None;
+    assert!(wait_until(Duration::from_secs(5), || {
+        status = d.child.try_wait().unwrap();
+        status.is_some()
+    }));
+    assert_eq!(status.unwrap().code(), Some(0), "{}", d.logs());
+    let gone = wait_until(Duration::from_secs(5), || {
+        let now = loaded_program_ids();
+        its_own.iter().all(|id| !now.contains(id))
+    });
+    assert!(gone, "its programs stay loaded after SIGTERM");
+}
