@@ -75,9 +75,12 @@ fn seed_is_found(attach: &str) {
         (Some("/run/cilium/cgroupv2"), Some("critical"))
     );
     assert_eq!(mounts[0]["cgroup"], cilium_container());
+    // The other pod has nothing in effect; the agent's own container has
+    // (its process is where the programs are).
     let pods = findings(&report, "pods_without_socket_lb");
     assert_eq!(pods.len(), 1, "{report:#}");
-    assert_eq!(pods[0]["count"], 2);
+    assert_eq!(pods[0]["count"], 1);
+    assert_eq!(pods[0]["pods"][0]["uid"], OTHER_POD_UID);
     let cause = findings(&report, "cni_agent_private_cgroupns");
     assert_eq!(cause.len(), 1, "the private cgroup namespace is named as the cause: {report:#}");
 
