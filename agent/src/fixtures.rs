@@ -32,6 +32,7 @@ pub fn node() -> Snapshot {
         attachments: Vec::new(),
         programs: BTreeMap::new(),
         cgroup_links: Vec::new(),
+        links_skipped: 0,
         pods: Vec::new(),
         root_effective: Default::default(),
         mounts: Vec::new(),

@@ -70,6 +70,7 @@ pub struct Metrics {
     sweep_period: Gauge,
     remediations: IntCounterVec,
     hook_programs_max: IntGaugeVec,
+    objects_skipped: IntCounterVec,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -187,6 +188,11 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
+            objects_skipped: counter_vec(
+                "objects_skipped_total",
+                "Objects an audit could not read and went on without, by kind (link: still being made after retries).",
+                &["kind"],
+            ),
             remediations: counter_vec(
                 "remediations_total",
                 "Remediations planned or made by the daemon (--remediate), by action and result.",
@@ -212,6 +218,7 @@ impl Metrics {
                 m.attach_events.with_label_values(&[cmd.as_str(), "none"]);
             }
         }
+        m.objects_skipped.with_label_values(&["link"]);
         for source in Source::iter() {
             m.event_source.with_label_values(&[source.as_str()]).set(0);
         }
@@ -244,6 +251,10 @@ impl Metrics {
             self.event_source.with_label_values(&[s.as_str()]).set(i64::from(s == source));
         }
         self.tracing_active.set(i64::from(source.traces_calls()));
+    }
+
+    pub fn objects_skipped(&self, kind: &str, n: u64) {
+        self.objects_skipped.with_label_values(&[kind]).inc_by(n);
     }
 
     pub fn attachment_sweep(&self) {
@@ -288,6 +299,7 @@ impl Metrics {
         self.last_success.set(now_unix);
         self.cgroups_scanned.set(report.cgroups_scanned as i64);
         self.cgroups_vanished.inc_by(report.cgroups_vanished);
+        self.objects_skipped("link", report.objects_skipped.links);
         self.findings(&report.findings);
         self.zero_attachments();
         for a in &report.attachments {

@@ -58,6 +58,14 @@ pub struct WalkOut {
     pub passes: u32,
 }
 
+/// What the audit could not read and went on without, by kind.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Skipped {
+    /// bpf_links still being made when asked (EAGAIN after retries): their
+    /// programs are listed, without a link id.
+    pub links: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -71,6 +79,8 @@ pub struct Report {
     pub cgroups_scanned: u64,
     pub cgroups_vanished: u64,
     pub walk: WalkOut,
+    /// Objects the audit could not read and went on without.
+    pub objects_skipped: Skipped,
     pub unsupported_attach_types: Vec<AttachType>,
     pub attachments: Vec<AttachmentOut>,
     pub findings: Vec<Finding>,
@@ -121,6 +131,7 @@ impl Report {
                 fallback_reason: snap.walk.fallback.clone(),
                 passes: snap.walk.passes,
             },
+            objects_skipped: Skipped { links: snap.links_skipped },
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             attachments,
             findings,

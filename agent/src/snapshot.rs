@@ -347,6 +347,8 @@ pub struct Snapshot {
     /// Every program loaded on the node, by id.
     pub programs: BTreeMap<u32, Program>,
     pub cgroup_links: Vec<CgroupLinkInfo>,
+    /// Links that could not be read (still being made after retries).
+    pub links_skipped: u64,
     pub pods: Vec<PodCgroup>,
     /// What the kernel reports in effect at the audit root, per coverage
     /// hook (`BPF_F_QUERY_EFFECTIVE`): its own programs and what runs from

@@ -129,17 +129,46 @@ pub fn add_new_programs(table: &mut BTreeMap<u32, Program>) -> Result<Vec<u32>, 
     Ok(added)
 }
 
-/// Every cgroup bpf_link on the node. Links that disappear mid-walk are skipped.
-pub fn cgroup_links() -> Result<Vec<CgroupLinkInfo>, SyscallError> {
-    let mut out = Vec::new();
+/// The cgroup bpf_links on the node, and how many could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    pub cgroup: Vec<CgroupLinkInfo>,
+    /// Links still being made when asked, after retries: their ids are
+    /// handed out before their attachment is settled, and the kernel answers
+    /// EAGAIN until then (a process making links in a loop keeps some there).
+    /// Their programs show in the hooks' queries anyway, without a link id.
+    pub skipped: u64,
+}
+
+/// How often a link still being made is asked again, and how long apart.
+const LINK_RETRIES: u32 = 3;
+const LINK_RETRY_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Every cgroup bpf_link on the node. Links that disappear mid-walk are
+/// skipped; links still being made are retried, then skipped and counted.
+pub fn cgroup_links() -> Result<Links, SyscallError> {
+    let mut out = Links::default();
     for id in sys::ids(Objects::Links) {
-        let fd = match sys::link_fd_by_id(id?) {
-            Ok(fd) => fd,
-            Err(e) if e.errno() == Some(libc::ENOENT) => continue,
-            Err(e) => return Err(e),
+        let id = id?;
+        let mut tries = 0;
+        let fd = loop {
+            match sys::link_fd_by_id(id) {
+                Ok(fd) => break Some(fd),
+                Err(e) if e.errno() == Some(libc::ENOENT) => break None,
+                Err(e) if e.errno() == Some(libc::EAGAIN) && tries < LINK_RETRIES => {
+                    tries += 1;
+                    std::thread::sleep(LINK_RETRY_WAIT);
+                }
+                Err(e) if e.errno() == Some(libc::EAGAIN) => {
+                    out.skipped += 1;
+                    break None;
+                }
+                Err(e) => return Err(e),
+            }
         };
+        let Some(fd) = fd else { continue };
         if let Some(info) = sys::cgroup_link_info(fd.as_fd())? {
-            out.push(info);
+            out.cgroup.push(info);
         }
     }
     Ok(out)
@@ -168,6 +197,31 @@ mod tests {
         assert_eq!(programs.keys().copied().collect::<Vec<_>>(), [4, 12]);
         assert_eq!(programs[&4].prog_type, ProgType::CgroupSockAddr);
         assert_eq!(programs[&4].name, "cil_sock4_conne", "no BTF: the kernel's name is kept");
+    }
+
+    #[test]
+    fn a_link_still_being_made_is_asked_again_then_skipped_and_counted() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        let asked = Rc::new(Cell::new(0));
+        let seen = asked.clone();
+        let _k = fake::Kernel::new(move |cmd, attr| match cmd {
+            bpf_cmd::BPF_LINK_GET_NEXT_ID => {
+                let next = [0, 5, 6].windows(2).find(|w| w[0] == fake::start_id(attr)).map(|w| w[1]);
+                fake::answer_next_id(attr, next)
+            }
+            // Link 5 is being made for good; link 6 settles on the second try.
+            bpf_cmd::BPF_LINK_GET_FD_BY_ID if fake::asked_id(attr) == 5 => {
+                seen.set(seen.get() + 1);
+                fake::errno(libc::EAGAIN)
+            }
+            bpf_cmd::BPF_LINK_GET_FD_BY_ID => fake::new_fd(),
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD => Ok(0), // type 0: not a cgroup link
+            other => panic!("unexpected {other:?}"),
+        });
+        let links = cgroup_links().unwrap();
+        assert_eq!(links.skipped, 1);
+        assert_eq!(asked.get(), LINK_RETRIES + 1);
     }
 
     #[test]

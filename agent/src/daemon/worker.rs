@@ -462,7 +462,10 @@ impl Worker {
     fn sweep_links(&mut self) -> bool {
         let Some(picture) = self.picture.as_mut() else { return false };
         let links = match programs::cgroup_links() {
-            Ok(l) => l,
+            Ok(l) => {
+                self.shared.metrics.objects_skipped("link", l.skipped);
+                l.cgroup
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "cannot list cgroup links");
                 return false;
@@ -529,7 +532,8 @@ impl Worker {
                 // Links are named on their attachments: what the kernel
                 // lists now, and the cgroups whose links changed.
                 if let (Ok(links), Some(picture)) = (programs::cgroup_links(), self.picture.as_mut()) {
-                    differ.extend(picture.reconcile_links(links));
+                    self.shared.metrics.objects_skipped("link", links.skipped);
+                    differ.extend(picture.reconcile_links(links.cgroup));
                 }
                 differ.sort_unstable();
                 differ.dedup();

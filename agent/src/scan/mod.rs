@@ -209,7 +209,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     }
 
     let cni_pins = host::cni_pins(&opts.proc, &mut errors);
-    let cgroup_links = programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
+    let programs::Links { cgroup: cgroup_links, skipped: links_skipped } =
+        programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     // Full names only where the audit shows them: attached, linked and
     // pinned programs (the rules classify them by name).
     let named: BTreeSet<u32> = attachments
@@ -256,6 +257,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         attachments,
         programs,
         cgroup_links,
+        links_skipped,
         pods,
         root_effective,
         mounts,

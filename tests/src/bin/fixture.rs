@@ -27,6 +27,11 @@
 //! - `fixture probe <CGROUP>`: the traffic probe (src/lb.rs): joins the
 //!   cgroup, enters a network namespace of its own, tries the Service VIP by
 //!   TCP (v4, v6) and UDP, prints what was translated as one JSON line.
+//! - `fixture link-churn <SECONDS> <THREADS> <CGROUP>`: a pod making links
+//!   in a loop: THREADS threads create a connect4 bpf_link on CGROUP and
+//!   close it again, while one more makes and removes a cgroup below it
+//!   (contending `cgroup_mutex`, which a link being made waits for with its
+//!   id already handed out). Prints how many links it made.
 //! - `fixture memlock-64k`: another root process with Debian 11's default
 //!   `RLIMIT_MEMLOCK` (64 KiB) loading a program, as a node's tools do:
 //!   prints `loaded`, or the error and exits 1.
@@ -69,6 +74,35 @@ fn flood(seconds: &str, rate: &str) {
         calls += 1;
     }
     println!("{calls}");
+}
+
+fn link_churn(seconds: &str, threads: &str, cgroup: &Path) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let seconds: u64 = seconds.parse().expect("seconds");
+    let threads: usize = threads.parse().expect("threads");
+    let stop = AtomicBool::new(false);
+    let made = AtomicU64::new(0);
+    let prog = integration_tests::Prog::load("churn_connect4", "connect4");
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    drop(Link::new(cgroup, &prog));
+                    made.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        s.spawn(|| {
+            let dir = cgroup.join("churn");
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::create_dir(&dir);
+                let _ = std::fs::remove_dir(&dir);
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
+        stop.store(true, Ordering::Relaxed);
+    });
+    println!("{}", made.load(Ordering::Relaxed));
 }
 
 fn fuse_trap(dir: &str) {
@@ -184,6 +218,11 @@ fn main() {
         let traffic = integration_tests::lb::run_probe(Path::new(cgroup));
         println!("{}", serde_json::to_string(&traffic).expect("json"));
         return;
+    }
+    if let [_, cmd, seconds, threads, cgroup] = args.as_slice()
+        && cmd == "link-churn"
+    {
+        return link_churn(seconds, threads, Path::new(cgroup));
     }
     if let [_, cmd] = args.as_slice()
         && cmd == "memlock-64k"
