@@ -74,3 +74,40 @@ impl Drop for CiliumAgent {
         let _ = self.child.wait();
     }
 }
+
+/// A `cilium-agent` (a copy of `fixture pause`) in the node's own mount
+/// namespace, as root, whose command line says `--config-dir <dir>`: where
+/// the audit reads its configuration from. Killed on drop.
+pub struct CiliumAgentAt {
+    child: Child,
+    _bin: tempfile::TempDir,
+    pub pid: u32,
+}
+
+impl CiliumAgentAt {
+    pub fn new(config_dir: &std::path::Path) -> CiliumAgentAt {
+        let bin = tempfile::Builder::new().prefix("cgaudit-agent-").tempdir_in("/var/tmp").expect("tempdir");
+        let fake = bin.path().join("cilium-agent");
+        std::fs::copy(crate::spawn::fixture_bin(), &fake).expect("copy fixture");
+        let child = Command::new(&fake)
+            .arg("pause")
+            .arg("--config-dir")
+            .arg(config_dir)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn cilium-agent");
+        let pid = child.id();
+        let named = crate::wait_until(std::time::Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "cilium-agent")
+        });
+        assert!(named, "the stand-in agent never became cilium-agent");
+        CiliumAgentAt { child, _bin: bin, pid }
+    }
+}
+
+impl Drop for CiliumAgentAt {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -2,6 +2,7 @@
 //! works: each test builds the attack for real and shows the agent still
 //! sees, reports and stops as it should.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant};
 
 use integration_tests::*;
@@ -347,4 +348,78 @@ fn links_being_made_cannot_fail_an_audit() {
     eprintln!("{made} links made meanwhile; {} of 20 audits failed; {skipped} links skipped", failed.len());
     assert!(made > 1000, "the churn was not heavy: {made}");
     assert!(failed.is_empty(), "{} of 20 audits failed: {:?}", failed.len(), failed.first());
+}
+
+/// Issue 22, 2: a process named `cilium-agent` whose `--config-dir` is a
+/// FUSE mount nobody serves: reading its configuration blocked the audit
+/// for good (the daemon's worker in D state, later misattachments never
+/// reported). The read now has a deadline; the audit says why the intent
+/// is unknown and goes on.
+#[test]
+fn a_cni_config_dir_on_an_unanswered_fuse_mount_cannot_stall_the_audit() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("fuse-config");
+    let trap = FuseTrap::new();
+    let cni = CiliumAgentAt::new(&trap.mnt());
+    let start = Instant::now();
+    let mut cmd = std::process::Command::new(agent_bin());
+    cmd.args(["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let done = wait_until(Duration::from_secs(15), || child.try_wait().unwrap().is_some());
+    if !done {
+        let _ = child.kill();
+        drop(trap); // unblocks it
+        let _ = child.wait();
+        panic!("the audit was still blocked on the FUSE file after 15 s");
+    }
+    let out = child.wait_with_output().unwrap();
+    eprintln!("the audit ended after {:?}", start.elapsed());
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let _report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a report");
+
+    // The daemon: its passes go on, a later misattachment is reported, it
+    // stays alive.
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "2s"]);
+    ready(&d);
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
+    assert!(wait_until(Duration::from_secs(15), || d.metric(MISATTACHED) == Some(1.0)), "{}", d.logs());
+    let passes = d.metric(r#"cgaudit_audits_total{trigger="interval"}"#).unwrap_or(0.0);
+    assert!(wait_until(Duration::from_secs(10), || d.metric(r#"cgaudit_audits_total{trigger="interval"}"#)
+        > Some(passes + 1.0)));
+    assert_eq!(d.get("/healthz").0, 200);
+    drop(cni);
+}
+
+/// Issue 22, 2: the configuration reader opened a key before checking
+/// what it was: a device node there (mknod is a default container
+/// capability) had its open handler run in the auditor, on the host. A
+/// FIFO shows it: a writer waiting on it wakes when anyone opens it for
+/// reading. Nothing but a regular file is opened now.
+#[test]
+fn a_config_key_that_is_no_regular_file_is_never_opened() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("fifo-config");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("kube-proxy-replacement");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let _cni = CiliumAgentAt::new(dir.path());
+    // A writer blocks until a reader opens the FIFO.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::OpenOptions::new().write(true).open(fifo).is_ok())
+    };
+    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert!(run.code == 0 || run.code == 1, "{run:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let opened = writer.is_finished();
+    // Let the writer go, whatever happened.
+    let _reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+    let _ = writer.join();
+    assert!(!opened, "the audit opened the FIFO named as a configuration key");
 }

@@ -100,7 +100,7 @@ pub async fn serve(
     let app = App { shared, worker, audit, stale_after };
     let router = Router::new()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/audit", get(latest_audit))
         .route("/events", get(recent_events))
@@ -138,6 +138,16 @@ pub async fn serve(
 
 async fn metrics(State(app): State<App>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], app.shared.metrics.render())
+}
+
+/// Alive while the worker makes progress: a worker stuck for good (in a
+/// read that never returns) fails it, and the kubelet restarts the agent.
+async fn healthz(State(app): State<App>) -> impl IntoResponse {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    match app.shared.stuck(now) {
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        None => (StatusCode::OK, "ok\n".to_owned()),
+    }
 }
 
 async fn readyz(State(app): State<App>) -> impl IntoResponse {

@@ -104,13 +104,36 @@ pub struct Shared {
     pub ready: AtomicBool,
     /// Unix time of the last completed full pass.
     pub last_success: AtomicI64,
+    /// Unix time the worker last came round its loop: a worker stuck in a
+    /// read (or anything else) stops it, and /healthz then fails so the
+    /// kubelet restarts the agent.
+    pub heartbeat: AtomicI64,
 }
 
 impl Shared {
     pub fn new(kernel: &str) -> Shared {
-        Shared { metrics: Metrics::new(kernel), ready: AtomicBool::new(false), last_success: AtomicI64::new(0) }
+        Shared {
+            metrics: Metrics::new(kernel),
+            ready: AtomicBool::new(false),
+            last_success: AtomicI64::new(0),
+            heartbeat: AtomicI64::new(unix_now()),
+        }
+    }
+
+    /// Why the worker counts as stuck at `now` (Unix seconds), if it does.
+    pub fn stuck(&self, now: i64) -> Option<String> {
+        let age = now.saturating_sub(self.heartbeat.load(Ordering::Relaxed));
+        (age > STUCK_AFTER.as_secs() as i64).then(|| {
+            format!("the audit worker has made no progress for {age} s (more than {} s)", STUCK_AFTER.as_secs())
+        })
     }
 }
+
+/// The worker comes round its loop at least this often, even with nothing to do ...
+const HEARTBEAT: Duration = Duration::from_secs(10);
+/// ... and counts as stuck when it has not for this long (a full pass over
+/// the largest trees takes a few seconds).
+pub const STUCK_AFTER: Duration = Duration::from_secs(120);
 
 /// What the worker needs from the command line.
 pub struct Config {
@@ -222,6 +245,7 @@ impl Worker {
     pub fn run(mut self, rx: Receiver<Msg>) {
         let link_sweep = self.config.source == Source::Syscalls;
         loop {
+            self.shared.heartbeat.store(unix_now(), Ordering::Relaxed);
             let now = Instant::now();
             if link_sweep && self.next_sweep <= now {
                 self.next_sweep = now + LINK_SWEEP;
@@ -250,7 +274,7 @@ impl Worker {
                 self.full_pass(trigger);
                 continue;
             }
-            let first = match rx.recv_timeout(due - now) {
+            let first = match rx.recv_timeout((due - now).min(HEARTBEAT)) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -720,6 +744,17 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_without_progress_for_two_minutes_is_stuck() {
+        let shared = Shared::new("6.18");
+        let now = unix_now();
+        assert_eq!(shared.stuck(now), None);
+        shared.heartbeat.store(now - 119, Ordering::Relaxed);
+        assert_eq!(shared.stuck(now), None);
+        shared.heartbeat.store(now - 121, Ordering::Relaxed);
+        assert!(shared.stuck(now).unwrap().contains("no progress for 121 s"));
+    }
 
     #[test]
     fn the_jitter_stays_within_ten_percent_and_never_overflows() {

@@ -11,7 +11,7 @@ use std::path::Path;
 use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
-use super::{AuditError, intent};
+use super::{AuditError, deadline, intent};
 use crate::bpf::pins;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::{AuditRoot, RootKind};
@@ -107,7 +107,10 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
         let pid: u32 = pid.parse().unwrap_or(0);
         let privileged = capeff(&entry.path()).is_some_and(|c| c & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) != 0);
         let intent = if privileged {
-            intent::read(proc, pid, cni)
+            // Its root and its memory are its own to make block.
+            let proc = proc.to_owned();
+            deadline::within(pid, deadline::READ_DEADLINE, move || intent::read(&proc, pid, cni))
+                .unwrap_or_else(|why| Intent::unknown(why.to_string()))
         } else {
             Intent::unknown(format!(
                 "pid {pid} is named {comm} but holds neither CAP_SYS_ADMIN nor CAP_BPF: not taken for {cni}'s agent"

@@ -14,12 +14,27 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 const MAX_ENTRIES: usize = 200_000;
 
 /// The file at `path` (relative) inside `root`: a regular file of at most
-/// `max` bytes, links resolved inside the root; opening never waits on a
-/// FIFO.
+/// `max` bytes, links resolved inside the root. What is there is looked at
+/// first through an `O_PATH` descriptor, which opens nothing: a device node
+/// or a FIFO put where a file should be never has its open handler run (a
+/// watchdog device would reboot the node; a FIFO's writer would wake). Only
+/// a regular file is then opened for reading, through that descriptor.
 pub fn read(root: BorrowedFd<'_>, path: &str, max: u64) -> Option<Vec<u8>> {
-    let fd = open_in(root, path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
-    let st = rustix::fs::fstat(&fd).ok()?;
+    let at = open_in(root, path, OFlags::PATH)?;
+    let st = rustix::fs::fstat(&at).ok()?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > max {
+        return None;
+    }
+    // The magic link is the file `at` names, wherever its path leads now.
+    let proc_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&at));
+    let fd = rustix::fs::open(
+        proc_fd.as_str(),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let now = rustix::fs::fstat(&fd).ok()?;
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
         return None;
     }
     let mut out = Vec::new();

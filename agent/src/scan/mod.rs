@@ -5,6 +5,7 @@
 //! (both walks); `scan` runs them and resolves what they found (program
 //! names, links, mount tops).
 
+pub mod deadline;
 pub mod host;
 mod in_root;
 pub mod intent;

@@ -1,7 +1,8 @@
 //! Stand-ins for other processes the tests need:
 //!
-//! - `fixture pause`: a pod's pause process (the CRI tests' image is this
-//!   binary, statically linked): waits for SIGTERM and exits.
+//! - `fixture pause [ARGS]`: a pod's pause process (the CRI tests' image is
+//!   this binary, statically linked): waits for SIGTERM and exits; ARGS are
+//!   only for its command line.
 //! - `fixture runc ARGS`: runc ARGS, for the CRI tests' containerd, leaving
 //!   out CPU weights where cgroup v2 has no cpu controller.
 //! - `fixture socket-lb-agent <DIR> [--join CGROUP] [--private-cgroupns]
@@ -207,9 +208,9 @@ fn main() {
     {
         return fuse_trap(dir);
     }
-    if let [_, cmd] = args.as_slice()
-        && cmd == "pause"
-    {
+    // A pause process; what follows `pause` is for whoever reads its
+    // command line (a CNI agent's flags).
+    if args.get(1).is_some_and(|a| a == "pause") {
         return pause();
     }
     if let [_, cmd, cgroup] = args.as_slice()
