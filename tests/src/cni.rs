@@ -31,12 +31,29 @@ impl CiliumAgent {
         )
     }
 
+    /// Started by nobody in a user namespace of its own where it is root
+    /// with every capability (`unshare -Ur`): anyone can do that.
+    pub fn in_user_namespace(config: &[(&str, &str)]) -> CiliumAgent {
+        Self::start_as(
+            config,
+            "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all unshare --user --map-root-user",
+            "",
+            "",
+        )
+    }
+
     /// Also puts `extra` (shell) in the config dir before starting.
     pub fn with_extra(config: &[(&str, &str)], extra: &str) -> CiliumAgent {
         Self::start(config, "", extra)
     }
 
     fn start(config: &[(&str, &str)], wrapper: &str, extra: &str) -> CiliumAgent {
+        Self::start_as(config, "", wrapper, extra)
+    }
+
+    /// `outer` runs the whole set-up (`unshare --mount ...`), `wrapper` only
+    /// the agent.
+    fn start_as(config: &[(&str, &str)], outer: &str, wrapper: &str, extra: &str) -> CiliumAgent {
         // Not below /tmp, which the agent's mount namespace covers.
         let bin = tempfile::Builder::new().prefix("cgaudit-agent-").tempdir_in("/var/tmp").expect("tempdir");
         let fake = bin.path().join("cilium-agent");
@@ -50,8 +67,12 @@ impl CiliumAgent {
         }
         script.push_str(extra);
         script.push_str(&format!("\necho ready\nexec {wrapper} {} infinity\n", fake.display()));
-        let mut child = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        // Reachable by whoever runs it (nobody, in a user namespace).
+        std::fs::set_permissions(bin.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        let mut words: Vec<&str> = outer.split_whitespace().collect();
+        words.extend(["unshare", "--mount", "--propagation", "private", "sh", "-c", &script]);
+        let mut child = Command::new(words[0])
+            .args(&words[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()

@@ -423,3 +423,29 @@ fn a_config_key_that_is_no_regular_file_is_never_opened() {
     let _ = writer.join();
     assert!(!opened, "the audit opened the FIFO named as a configuration key");
 }
+
+/// Issue 22, 3: capabilities in `/proc/<pid>/status` are the process's in
+/// its own user namespace. nobody, in a user namespace of its own
+/// (`unshare -Ur`), made a `cilium-agent` with every capability there and
+/// `kube-proxy-replacement=true`: the audit took it for Cilium's agent and
+/// raised a critical `socket_lb_configured_not_attached` on a node
+/// without Cilium. A CNI agent must hold its capability in the initial user
+/// namespace.
+#[test]
+fn a_process_privileged_only_in_its_own_user_namespace_is_not_a_cni_agent() {
+    if !can_run(&["unshare", "setpriv"]) {
+        return;
+    }
+    let t = TestCgroup::new("userns-agent");
+    let fake = CiliumAgent::in_user_namespace(&[("kube-proxy-replacement", "true")]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", fake.pid)).unwrap();
+    assert!(status.contains("CapEff:\t000001ffffffffff"), "privileged in its namespace:\n{status}");
+    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    let report = run.json();
+    let kinds: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert!(
+        !kinds.contains(&"socket_lb_configured_not_attached"),
+        "a user namespace's root taken for Cilium: {kinds:?}"
+    );
+    assert_eq!(run.code, 0, "{report:#}");
+}

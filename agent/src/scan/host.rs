@@ -84,8 +84,17 @@ pub fn ns_inode(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.ino())
 }
 
+/// The node's own user namespace: PID 1's, else (when PID 1's cannot be
+/// looked at) the auditor's, which as a DaemonSet or on the host is the
+/// initial one too.
+fn initial_userns(proc: &Path) -> Option<(u64, u64)> {
+    let id = |p: &Path| fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    id(&proc.join("1/ns/user")).or_else(|| id(Path::new("/proc/self/ns/user")))
+}
+
 /// The running CNI agents (by command name) and their cgroup namespaces.
 pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
+    let initial = initial_userns(proc);
     let mut out = Vec::new();
     let entries = match fs::read_dir(proc) {
         Ok(e) => e,
@@ -105,16 +114,27 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
             continue;
         };
         let pid: u32 = pid.parse().unwrap_or(0);
-        let privileged = capeff(&entry.path()).is_some_and(|c| c & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) != 0);
+        // Capabilities count only in the node's user namespace: in one of
+        // its own, anyone is root with all of them.
+        let userns = fs::metadata(entry.path().join("ns/user")).ok().map(|m| (m.dev(), m.ino()));
+        let capable = capeff(&entry.path()).is_some_and(|c| c & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) != 0);
+        let privileged = capable && userns.is_some() && userns == initial;
         let intent = if privileged {
             // Its root and its memory are its own to make block.
             let proc = proc.to_owned();
             deadline::within(pid, deadline::READ_DEADLINE, move || intent::read(&proc, pid, cni))
                 .unwrap_or_else(|why| Intent::unknown(why.to_string()))
         } else {
-            Intent::unknown(format!(
-                "pid {pid} is named {comm} but holds neither CAP_SYS_ADMIN nor CAP_BPF: not taken for {cni}'s agent"
-            ))
+            Intent::unknown(if capable {
+                format!(
+                    "pid {pid} is named {comm} but holds CAP_SYS_ADMIN or CAP_BPF only in a user namespace of its own: \
+                     not taken for {cni}'s agent"
+                )
+            } else {
+                format!(
+                    "pid {pid} is named {comm} but holds neither CAP_SYS_ADMIN nor CAP_BPF: not taken for {cni}'s agent"
+                )
+            })
         };
         out.push(CniProcess { pid, cni, comm: comm.to_owned(), cgroupns: ns, cgroup, privileged, intent });
     }
