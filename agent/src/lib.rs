@@ -25,4 +25,5 @@ pub mod remount;
 pub(crate) mod report;
 pub(crate) mod scan;
 pub(crate) mod snapshot;
+pub(crate) mod text;
 pub(crate) mod trace;

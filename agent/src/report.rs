@@ -10,6 +10,7 @@ use crate::cgroup::RootKind;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
 use crate::snapshot::{CgroupMount, ScanError, Snapshot, WalkUsed};
+use crate::text::Lines;
 
 /// Bumped on any incompatible change of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -193,7 +194,7 @@ impl Report {
                 "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned()
             }
         };
-        format!(
+        let line = format!(
             "{verdict} | node {} | root {} (cgroup id {}, {}) | {} cgroups scanned, {} vanished, {} attachments",
             self.node,
             self.cgroup_root,
@@ -202,24 +203,26 @@ impl Report {
             self.cgroups_scanned,
             self.cgroups_vanished,
             self.attachments.len()
-        )
+        );
+        crate::text::escape(&line).into_owned()
     }
 
     pub fn to_table(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "{}", self.summary());
+        let mut s = Lines::default();
+        s.line(format_args!("{}", self.summary()));
         if let Some(note) = &self.root_note {
-            let _ = writeln!(s, "note: {note}");
+            s.line(format_args!("note: {note}"));
         }
         if let Some(reason) = &self.walk.fallback_reason {
-            let _ = writeln!(s, "note: cgroups read by syscalls, not in one kernel pass: {reason}");
+            s.line(format_args!("note: cgroups read by syscalls, not in one kernel pass: {reason}"));
         }
         if !self.unsupported_attach_types.is_empty() {
             let names: Vec<&str> = self.unsupported_attach_types.iter().map(|t| t.name()).collect();
-            let _ = writeln!(s, "note: attach types this kernel does not support (not queried): {}", names.join(", "));
+            s.line(format_args!("note: attach types this kernel does not support (not queried): {}", names.join(", ")));
         }
         if !self.findings.is_empty() {
-            let _ = writeln!(s, "\nFINDINGS");
+            s.blank();
+            s.line(format_args!("FINDINGS"));
             // Findings of one kind on one cgroup share their explanation: show
             // it once, with the programs it covers listed.
             // One cause has one fix: printed under its first finding only.
@@ -229,14 +232,16 @@ impl Report {
             }
         }
         if !self.errors.is_empty() {
-            let _ = writeln!(s, "\nERRORS (the audit went on without these)");
+            s.blank();
+            s.line(format_args!("ERRORS (the audit went on without these)"));
             for e in &self.errors {
-                let _ = writeln!(s, "  {} {}: {}", e.op, e.path, e.message);
+                s.line(format_args!("  {} {}: {}", e.op, e.path, e.message));
             }
         }
-        let _ = writeln!(s, "\nATTACHMENTS");
-        let _ = writeln!(s, "CgroupPath");
-        let _ = writeln!(s, "ID       AttachType      AttachFlags     Name                       Owner    Link");
+        s.blank();
+        s.line(format_args!("ATTACHMENTS"));
+        s.line(format_args!("CgroupPath"));
+        s.line(format_args!("ID       AttachType      AttachFlags     Name                       Owner    Link"));
         let mut last: Option<&str> = None;
         for a in &self.attachments {
             if last != Some(a.cgroup.as_str()) {
@@ -246,15 +251,14 @@ impl Report {
                 } else {
                     format!("{}{}", self.cgroup_root.trim_end_matches('/'), a.cgroup)
                 };
-                let _ = writeln!(s, "{full}");
+                s.line(format_args!("{full}"));
                 last = Some(&a.cgroup);
             }
             let flags = match a.attach_flags {
                 AttachFlags::None => "",
                 f => f.as_str(),
             };
-            let _ = writeln!(
-                s,
+            s.line(format_args!(
                 "    {:<8} {:<15} {:<15} {:<26} {:<8} {}",
                 a.prog_id,
                 a.attach_type.name(),
@@ -262,12 +266,12 @@ impl Report {
                 a.prog_name.as_deref().unwrap_or("?"),
                 a.owner.as_str(),
                 a.link_id.map(|l| format!("link {l}")).unwrap_or_default()
-            );
+            ));
         }
         if self.attachments.is_empty() {
-            let _ = writeln!(s, "(no programs attached to any cgroup)");
+            s.line(format_args!("(no programs attached to any cgroup)"));
         }
-        s
+        s.into_string()
     }
 }
 
@@ -285,7 +289,7 @@ fn item(f: &Finding) -> String {
     item
 }
 
-fn write_finding_group<'a>(s: &mut String, group: &'a [Finding], fixes: &mut Vec<&'a str>) {
+fn write_finding_group<'a>(s: &mut Lines, group: &'a [Finding], fixes: &mut Vec<&'a str>) {
     let f = &group[0];
     let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
     if group.len() == 1 {
@@ -296,10 +300,10 @@ fn write_finding_group<'a>(s: &mut String, group: &'a [Finding], fixes: &mut Vec
     if let Some(c) = &f.cgroup {
         let _ = write!(head, " at {c}");
     }
-    let _ = writeln!(s, "{head}");
+    s.line(format_args!("{head}"));
     if group.len() > 1 {
         let items: Vec<String> = group.iter().map(|f| item(f).trim_start().to_owned()).collect();
-        let _ = writeln!(s, "    what:  {}", items.join(", "));
+        s.line(format_args!("    what:  {}", items.join(", ")));
     }
     let mut who = Vec::new();
     match (&f.pod_uid, &f.pod_namespace, &f.pod_name) {
@@ -332,14 +336,14 @@ fn write_finding_group<'a>(s: &mut String, group: &'a [Finding], fixes: &mut Vec
         who.push(format!("processes {}", procs.join(", ")));
     }
     if !who.is_empty() {
-        let _ = writeln!(s, "    where: {}", who.join("; "));
+        s.line(format_args!("    where: {}", who.join("; ")));
     }
     let why = if group.len() == 1 { f.message.as_str() } else { f.kind.explanation() };
-    let _ = writeln!(s, "    why:   {why}");
+    s.line(format_args!("    why:   {why}"));
     if fixes.contains(&f.remediation.as_str()) {
-        let _ = writeln!(s, "    fix:   the same as above.");
+        s.line(format_args!("    fix:   the same as above."));
     } else {
-        let _ = writeln!(s, "    fix:   {}", f.remediation);
+        s.line(format_args!("    fix:   {}", f.remediation));
         fixes.push(&f.remediation);
     }
 }

@@ -205,8 +205,27 @@ pub struct Resident(std::process::Child);
 
 impl Resident {
     pub fn new(cgroup: &Path) -> Resident {
+        Resident::spawn(cgroup, &["pause"])
+    }
+
+    /// A resident whose process name (comm) is `comm`, as it chose.
+    pub fn named(cgroup: &Path, comm: &str) -> Resident {
+        let r = Resident::spawn(cgroup, &["named", comm]);
+        let want: Vec<u8> = comm.bytes().take(15).collect();
+        let named = crate::wait_until(std::time::Duration::from_secs(5), || {
+            std::fs::read(format!("/proc/{}/comm", r.0.id())).is_ok_and(|c| c.strip_suffix(b"\n") == Some(&want[..]))
+        });
+        assert!(named, "fixture named {comm:?} did not take its name");
+        r
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn spawn(cgroup: &Path, args: &[&str]) -> Resident {
         let child = Command::new(fixture_bin())
-            .arg("pause")
+            .args(args)
             .stdin(std::process::Stdio::null())
             .spawn()
             .expect("spawn fixture pause");

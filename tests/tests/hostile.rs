@@ -449,3 +449,45 @@ fn a_process_privileged_only_in_its_own_user_namespace_is_not_a_cni_agent() {
     );
     assert_eq!(run.code, 0, "{report:#}");
 }
+
+/// The control characters in `s`, but the newlines that end lines.
+fn controls(s: &str) -> Vec<char> {
+    s.chars().filter(|c| c.is_control() && *c != '\n').collect()
+}
+
+/// Issue 22, 7: a cgroup name may hold any byte but `/` and newline, a
+/// process name any byte but NUL, and both reached the table and the logs
+/// as written: a crafted name cleared the operator's screen and printed a
+/// fake "OK" line over the findings. Every control character is shown
+/// escaped, and a name cannot start a line of its own.
+#[test]
+fn names_a_pod_chooses_cannot_write_to_the_operators_terminal() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("escapes");
+    // Clear the screen, home the cursor, back to the line's start, a fake
+    // verdict, and hide what follows.
+    let name = "x\x1b[2J\x1b[H\rOK: no misplaced socket-LB programs\x1b[8m";
+    let crafted = t.mkdir(name);
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _attached = Attached::new(&crafted, &prog, ALLOW_MULTI);
+    let resident = lb::Resident::named(&crafted, "\x1b[2J\nOK: clean\x1b[8m");
+
+    let run = agent(&["audit", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    for (what, text) in [("table", &run.stdout), ("stderr", &run.stderr)] {
+        assert!(controls(text).is_empty(), "control characters in the {what}: {:?}\n{text}", controls(text));
+        assert!(!text.lines().any(|l| l.starts_with("OK")), "a name started a line of the {what}:\n{text}");
+    }
+    // Shown, escaped: not dropped.
+    assert!(run.stdout.contains(r"x\x1b[2J\x1b[H\rOK: no misplaced"), "{}", run.stdout);
+    assert!(run.stdout.contains(&format!(r"\x1b[2J\nOK: clean\x1b ({})", resident.pid())), "{}", run.stdout);
+
+    // The daemon's text log carries the audited root in its summary.
+    let d = Daemon::start(&["--cgroup-root", crafted.to_str().unwrap(), "--interval", "1h", "--events", "none"]);
+    ready(&d);
+    let logs = d.logs();
+    assert!(logs.contains(r"\x1b[2J"), "the summary names the root:\n{logs}");
+    assert!(controls(&logs).is_empty(), "control characters in the log: {:?}\n{logs}", controls(&logs));
+}

@@ -26,7 +26,7 @@ pub fn main(args: &AuditArgs) -> u8 {
     let report = match run(&args.scan) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("agent audit: error: {e:#}");
+            eprintln!("agent audit: error: {}", crate::text::escape(&format!("{e:#}")));
             return EXIT_UNKNOWN;
         }
     };
@@ -39,7 +39,7 @@ pub fn main(args: &AuditArgs) -> u8 {
     if report.exit_code() == EXIT_UNKNOWN {
         eprintln!("agent audit: {}", report.summary());
         if let Some(note) = &report.root_note {
-            eprintln!("agent audit: {note}");
+            eprintln!("agent audit: {}", crate::text::escape(note));
         }
     }
     report.exit_code()

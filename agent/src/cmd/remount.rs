@@ -1,6 +1,5 @@
 //! The `agent remount` command: plan, optionally apply, report.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 
 use serde::Serialize;
@@ -47,7 +46,7 @@ impl RemountReport {
     }
 
     pub fn to_table(&self) -> String {
-        let mut s = String::new();
+        let mut s = crate::text::Lines::default();
         let verb = match self.outcome {
             Outcome::NothingToDo => "OK",
             Outcome::DryRun => "CHANGE NEEDED (dry run, nothing changed; add --apply)",
@@ -55,8 +54,8 @@ impl RemountReport {
             Outcome::Refused => "REFUSED",
             Outcome::Failed => "FAILED",
         };
-        let _ = writeln!(s, "{verb}: {} (target pid {})", self.plan.path.display(), self.target_pid);
-        let _ = writeln!(s, "    plan:  {} - {}", self.plan.action.as_str(), self.plan.reason);
+        s.line(format_args!("{verb}: {} (target pid {})", self.plan.path.display(), self.target_pid));
+        s.line(format_args!("    plan:  {} - {}", self.plan.action.as_str(), self.plan.reason));
         if let Some(after) = &self.after {
             let how = match self.replaced {
                 Some(Replaced::Beneath) => " (the new mount went beneath the old one, which was then detached)",
@@ -65,14 +64,13 @@ impl RemountReport {
                 }
                 None => "",
             };
-            let _ = writeln!(s, "    after: {after}{how}");
+            s.line(format_args!("    after: {after}{how}"));
         }
         if let Some(e) = &self.error {
-            let _ = writeln!(s, "    error: {e}");
+            s.line(format_args!("    error: {e}"));
         }
         for d in &self.detach {
-            let _ = writeln!(
-                s,
+            s.line(format_args!(
                 "detach {} {} (prog {}{}) at {}: {}",
                 d.attach_type,
                 d.prog_name.as_deref().unwrap_or("?"),
@@ -80,23 +78,22 @@ impl RemountReport {
                 d.link_id.map(|l| format!(", link {l}")).unwrap_or_default(),
                 d.cgroup,
                 d.result
-            );
+            ));
         }
         for u in &self.unpin {
-            let _ = writeln!(
-                s,
+            s.line(format_args!(
                 "unpin {} (link {} of {}, cgroup id {}): {}",
                 u.pin.display(),
                 u.link_id,
                 u.prog_name,
                 u.cgroup_id,
                 u.result
-            );
+            ));
         }
         if let Some(n) = &self.next_step {
-            let _ = writeln!(s, "next:  {n}");
+            s.line(format_args!("next:  {n}"));
         }
-        s
+        s.into_string()
     }
 }
 
@@ -190,7 +187,7 @@ pub fn main(args: &RemountArgs) -> u8 {
     let report = match remount(args) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("agent remount: error: {e}");
+            eprintln!("agent remount: error: {}", crate::text::escape(&e.to_string()));
             return EXIT_UNKNOWN;
         }
     };
@@ -200,9 +197,9 @@ pub fn main(args: &RemountArgs) -> u8 {
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(e) = &report.error {
-        eprintln!("agent remount: {e}");
+        eprintln!("agent remount: {}", crate::text::escape(e));
     } else if report.outcome == Outcome::Refused {
-        eprintln!("agent remount: refused: {}", report.plan.reason);
+        eprintln!("agent remount: refused: {}", crate::text::escape(&report.plan.reason));
     }
     report.exit_code()
 }

@@ -3,6 +3,8 @@
 //! - `fixture pause [ARGS]`: a pod's pause process (the CRI tests' image is
 //!   this binary, statically linked): waits for SIGTERM and exits; ARGS are
 //!   only for its command line.
+//! - `fixture named <COMM>`: a pod's process that names itself COMM
+//!   (`PR_SET_NAME`: any bytes but NUL, 15 at most), then waits as `pause`.
 //! - `fixture runc ARGS`: runc ARGS, for the CRI tests' containerd, leaving
 //!   out CPU weights where cgroup v2 has no cpu controller.
 //! - `fixture socket-lb-agent <DIR> [--join CGROUP] [--private-cgroupns]
@@ -211,6 +213,13 @@ fn main() {
     // A pause process; what follows `pause` is for whoever reads its
     // command line (a CNI agent's flags).
     if args.get(1).is_some_and(|a| a == "pause") {
+        return pause();
+    }
+    if let [_, cmd, comm] = args.as_slice()
+        && cmd == "named"
+    {
+        let comm = std::ffi::CString::new(comm.as_bytes()).expect("COMM without NUL");
+        nix::sys::prctl::set_name(&comm).expect("PR_SET_NAME");
         return pause();
     }
     if let [_, cmd, cgroup] = args.as_slice()
