@@ -491,3 +491,50 @@ fn names_a_pod_chooses_cannot_write_to_the_operators_terminal() {
     assert!(logs.contains(r"\x1b[2J"), "the summary names the root:\n{logs}");
     assert!(controls(&logs).is_empty(), "control characters in the log: {:?}\n{logs}", controls(&logs));
 }
+
+/// Issue 22, 8: a log shipper's hostPath `/var/log` is writable from its
+/// pod. A second `/var/log/pods/<ns>_<name>_<uid>` for a pod's UID, or a
+/// second `/var/log/containers/..._<id>.log` link for a container, renamed
+/// the pod (and container) in findings: whichever the directory listed
+/// last or first won. Sources that disagree about one UID or one container
+/// now name nothing.
+#[test]
+fn a_second_kubelet_log_entry_for_one_pod_cannot_rename_it() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("log-names");
+    let pod = t.mkdir(&cgroupfs_pod("burstable", OTHER_POD_UID));
+    const WEB_UID: &str = "7c1e2f3a-4b5d-4e6f-8a9b-0c1d2e3f4a5b";
+    let ctr = t.mkdir(&cgroupfs_container("besteffort", WEB_UID, OTHER_CONTAINER));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _a = [Attached::new(&pod, &prog, ALLOW_MULTI), Attached::new(&ctr, &prog, ALLOW_MULTI)];
+    let (u1, u2, id) = (OTHER_POD_UID, WEB_UID, OTHER_CONTAINER);
+    // What the kubelet wrote, then what the shipper's pod added (in both
+    // orders of creation: a listing's order is the filesystem's).
+    let kubelet = format!(
+        "mkdir -p /var/log/pods/kube-system_coredns-5d78c_{u1} /var/log/pods/kube-system_web-0_{u2}/app\n\
+         ln -s /var/log/pods/kube-system_web-0_{u2}/app/0.log /var/log/containers/web-0_kube-system_app-{id}.log\n"
+    );
+    let shipper = format!(
+        "mkdir -p /var/log/pods/kube-system_cilium-abcde_{u1} /var/log/pods/kube-system_cilium-abcde_{u2}/agent\n\
+         ln -s /var/log/pods/kube-system_cilium-abcde_{u2}/agent/0.log /var/log/containers/cilium-abcde_kube-system_agent-{id}.log\n"
+    );
+    for (order, first, then) in [("kubelet first", &kubelet, &shipper), ("shipper first", &shipper, &kubelet)] {
+        let sb = Sandbox::new(&format!("mount -t tmpfs tmpfs /var/log\nmkdir /var/log/containers\n{first}{then}"));
+        let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{run:?}");
+        let report = run.json();
+        let below: Vec<&serde_json::Value> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "socket_lb_below_root")
+            .collect();
+        assert_eq!(below.len(), 2, "{report:#}");
+        for f in below {
+            assert_eq!(f["pod_name"], serde_json::Value::Null, "{order}: a shipper's entry named the pod: {f:#}");
+            assert_eq!(f["container_name"], serde_json::Value::Null, "{order}: {f:#}");
+        }
+    }
+}

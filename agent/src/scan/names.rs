@@ -26,7 +26,9 @@
 //! only a regular file, size-capped, never waiting on a FIFO. Anything
 //! missing, malformed or not a valid Kubernetes name is "name unknown",
 //! never an error. A source that states a pod UID other than the one the
-//! cgroup path gives is not believed.
+//! cgroup path gives is not believed, nor are the kubelet's logs where two
+//! entries disagree about one pod or one container (a log shipper's pod
+//! can write /var/log; it cannot write the runtimes' state under /run).
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -103,10 +105,17 @@ impl Namer {
                 self.found.containers.insert(id.clone(), named);
             }
             if wanted.pods.iter().any(|u| !self.found.pods.contains_key(u)) {
-                for entry in list(root.as_fd(), "var/log/pods") {
-                    if let Some((uid, pod)) = pod_log_dir(&entry)
-                        && wanted.pods.contains(uid)
-                    {
+                // A pod has one log directory. Two for one UID: someone
+                // who can write /var/log made one; neither is believed.
+                let mut dirs: HashMap<&str, Option<PodName>> = HashMap::new();
+                let entries = list(root.as_fd(), "var/log/pods");
+                for (uid, pod) in entries.iter().filter_map(|e| pod_log_dir(e)) {
+                    if wanted.pods.contains(uid) && !self.found.pods.contains_key(uid) {
+                        dirs.entry(uid).and_modify(|seen| agree(seen, &pod)).or_insert(Some(pod));
+                    }
+                }
+                for (uid, pod) in dirs {
+                    if let Some(pod) = pod {
                         self.found.pods.insert(uid.to_owned(), pod);
                     }
                 }
@@ -224,16 +233,41 @@ fn named(ns: &str, name: &str, container: Option<&str>, uid: Option<&str>, sourc
 
 /// `<pod>_<ns>_<container>-<id>.log` in `/var/log/containers`, a link to
 /// `/var/log/pods/<ns>_<pod>_<uid>/<container>/N.log`.
+///
+/// A container has one such link: where several name it differently,
+/// someone who can write /var/log made the others, and none is believed.
 fn from_log_link(root: BorrowedFd<'_>, links: &[String], id: &str) -> Option<Found> {
     let suffix = format!("-{id}.log");
-    let entry = links.iter().find(|l| l.ends_with(&suffix))?;
+    let mut found: Option<Option<Found>> = None;
+    for entry in links.iter().filter(|l| l.ends_with(&suffix)) {
+        if let Some(this) = log_link(root, entry, &suffix) {
+            match &mut found {
+                None => found = Some(Some(this)),
+                Some(seen) => agree(seen, &this),
+            }
+        }
+    }
+    found.flatten()
+}
+
+/// `seen` stays what it is if `this` says the same, and becomes `None`
+/// (nothing believed) if not.
+fn agree<T: PartialEq>(seen: &mut Option<T>, this: &T) {
+    if seen.as_ref() != Some(this) {
+        *seen = None;
+    }
+}
+
+/// One log link `entry` (ending in `suffix`): the names it gives, if its
+/// target agrees with its own name.
+fn log_link(root: BorrowedFd<'_>, entry: &str, suffix: &str) -> Option<Found> {
     let mut parts = entry.strip_suffix(&suffix)?.split('_');
     let (pod, ns, container) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
         return None;
     }
     let dir = open_in(root, "var/log/containers", OFlags::PATH | OFlags::DIRECTORY)?;
-    let target = rustix::fs::readlinkat(&dir, entry.as_str(), Vec::new()).ok()?;
+    let target = rustix::fs::readlinkat(&dir, entry, Vec::new()).ok()?;
     let target = target.to_str().ok()?;
     let dir = target.strip_prefix("/var/log/pods/")?.split('/').next()?;
     let (uid, in_dir) = pod_log_dir(dir)?;
