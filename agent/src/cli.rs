@@ -99,7 +99,8 @@ pub enum Command {
     ///             last one is older than three intervals
     ///   /audit    the node as the daemon sees it now, in the JSON schema of
     ///             `agent audit` (loopback peers only, see --audit-endpoint)
-    ///   /events   the last 1,024 attach/detach and cgroup events: who, when,
+    ///   /events   the last 1,024 attach/detach and cgroup events (callers
+    ///             in one cgroup hold at most 256 of them): who, when,
     ///             where in the tree, and what the daemon did with each
     ///             (as /audit)
     ///

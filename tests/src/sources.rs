@@ -278,3 +278,51 @@ pub fn a_flood_of_failing_calls_costs_nothing(events: &str) {
     assert!(grown < 10, "{grown} log lines during the flood:\n{}", d.logs());
     drop(attached);
 }
+
+/// Issue 22, 6: 520 cgroup mkdir/rmdir pairs in 1.4 s pushed a real attach
+/// out of the daemon's 1,024-event history, and the finding's
+/// `attached_by` went null. A pod's process, in its own cgroup, makes 600
+/// pairs: who attached what is still attached stays named, and the
+/// history still holds the attach (each caller cgroup has a share of it).
+pub fn who_attached_survives_a_flood_of_events(events: &str) {
+    let t = TestCgroup::new(&format!("evidence-{events}"));
+    let ctr_rel = cgroupfs_container("burstable", OTHER_POD_UID, "victim");
+    let ctr = t.mkdir(&ctr_rel);
+    let flooder = t.mkdir("/flooder");
+    let scratch = t.mkdir("/scratch");
+    let d = daemon(&t, events);
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
+    let attached_by = |d: &Daemon| -> Value {
+        let audit: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+        let f = audit["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").cloned();
+        f.map_or(Value::Null, |f| f["attached_by"].clone())
+    };
+    let named = wait_until(deadline(events), || attached_by(&d)["pid"] == std::process::id());
+    assert!(named, "the attach was not attributed: {}", attached_by(&d));
+    let received = |d: &Daemon| -> u64 {
+        let page: Value = serde_json::from_str(&d.get("/events").1).unwrap();
+        page["received"].as_u64().unwrap()
+    };
+    let before = received(&d);
+
+    let script = format!(
+        "echo $$ > {flooder}/cgroup.procs && i=0 && while [ $i -lt 600 ]; do mkdir {scratch}/f$i && rmdir {scratch}/f$i; i=$((i+1)); done",
+        flooder = flooder.display(),
+        scratch = scratch.display()
+    );
+    let flood = std::process::Command::new("sh").args(["-c", &script]).status().expect("sh");
+    assert!(flood.success());
+    let flooded = wait_until(Duration::from_secs(10), || received(&d) >= before + 1_200);
+    assert!(flooded, "the daemon saw {} events of the 1,200 made", received(&d) - before);
+
+    let by = attached_by(&d);
+    assert_eq!(by["pid"], std::process::id(), "who attached was flushed by the flood: {by}");
+    let page: Value = serde_json::from_str(&d.get("/events").1).unwrap();
+    let kept = page["events"].as_array().unwrap();
+    let attach = kept.iter().any(|e| e["command"] == "prog_attach" && e["prog_id"] == prog.id);
+    assert!(attach, "the attach left the history: {} events kept", kept.len());
+    let flooder_rel = "/flooder";
+    let theirs = kept.iter().filter(|e| e["caller_cgroup"] == flooder_rel).count();
+    assert!(theirs <= 1_024 / 4, "one cgroup's events hold more than a quarter of the history: {theirs}");
+}

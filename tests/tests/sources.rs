@@ -58,3 +58,11 @@ fn auto_falls_back_to_reading_here_and_says_why() {
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(refused.stderr.contains("--events cannot run here"), "{}", refused.stderr);
 }
+
+#[test]
+fn who_attached_survives_a_flood_of_syscall_traced_events() {
+    if !can_run(&[]) {
+        return;
+    }
+    sources::who_attached_survives_a_flood_of_events("syscalls");
+}

@@ -5,6 +5,7 @@
 //! runtime. If the worker ever stops, the process exits non-zero, so the
 //! probes and the kubelet see it, rather than serving a stale report.
 
+pub mod history;
 pub mod http;
 pub mod picture;
 pub mod worker;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use rand::Rng;
 
+use super::history::{self, History, Recorded};
 use super::picture::{Check, Effect, Picture};
 use crate::bpf::AttachType;
 use crate::bpf::programs;
@@ -60,8 +61,6 @@ const NEW_CGROUPS_QUEUED: usize = 4096;
 const NODE_STATE_EVERY: Duration = Duration::from_secs(2);
 /// Retry delay while no full pass has succeeded yet (e.g. the root is not there).
 const RETRY: Duration = Duration::from_secs(1);
-/// Events kept for "who attached what".
-const EVENTS_KEPT: usize = 1024;
 /// At most one remediation per mount path in this window.
 const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
 /// Messages handled before the picture's findings are judged again: a burst
@@ -78,23 +77,6 @@ pub enum Msg {
     /// Render the recent events as JSON (`/events`).
     Events(tokio::sync::oneshot::Sender<Bytes>),
     Stop,
-}
-
-/// One event as `/events` shows it: what the kernel reported, where that
-/// was in the tree at that moment, and what the daemon did with it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Recorded {
-    #[serde(flatten)]
-    pub event: Event,
-    /// The target cgroup's path, relative to the audited root, when the
-    /// event arrived (null: outside the audited tree, or unknown).
-    pub cgroup: Option<String>,
-    /// The caller's cgroup, the same way.
-    pub caller_cgroup: Option<String>,
-    /// `applied` (the picture was updated from it), `reread` (the cgroup
-    /// was read again), `full_pass` (it could not be placed: a full pass
-    /// follows) or `nothing` (it changes nothing the daemon shows).
-    pub effect: &'static str,
 }
 
 /// What the worker and the HTTP side share.
@@ -189,7 +171,7 @@ pub struct Worker {
     picture: Option<Picture>,
     /// The audit root, open: single cgroups are re-read below it.
     root: Option<OwnedFd>,
-    history: VecDeque<Recorded>,
+    history: History,
     /// The number the next event gets.
     next_seq: u64,
     events_rendered: Option<(u64, Bytes)>,
@@ -222,7 +204,7 @@ impl Worker {
             shared,
             picture: None,
             root: None,
-            history: VecDeque::new(),
+            history: History::default(),
             next_seq: 1,
             events_rendered: None,
             findings: Vec::new(),
@@ -336,10 +318,7 @@ impl Worker {
             // A cgroup just made has its path only now.
             recorded.cgroup = path(&self.picture, recorded.event.change.cgroup_id());
         }
-        if self.history.len() == EVENTS_KEPT {
-            self.history.pop_front();
-        }
-        self.history.push_back(recorded);
+        self.history.record(recorded);
         judge
     }
 
@@ -371,10 +350,6 @@ impl Worker {
         }
     }
 
-    fn events(history: &VecDeque<Recorded>) -> Vec<Event> {
-        history.iter().map(|r| r.event.clone()).collect()
-    }
-
     /// The recent events as JSON, rendered again only when one arrived.
     fn render_events(&mut self) -> Bytes {
         let last = self.next_seq;
@@ -391,7 +366,7 @@ impl Worker {
             received: u64,
             events: Vec<&'a Recorded>,
         }
-        let page = Page { capacity: EVENTS_KEPT, received: last - 1, events: self.history.iter().collect() };
+        let page = Page { capacity: history::KEPT, received: last - 1, events: self.history.recent().collect() };
         let mut out = serde_json::to_vec_pretty(&page).unwrap_or_default();
         out.push(b'\n');
         let bytes = Bytes::from(out);
@@ -603,7 +578,8 @@ impl Worker {
         } else {
             self.agents_due = Some(self.agents_read + NODE_STATE_EVERY);
         }
-        picture.set_events(Self::events(&self.history));
+        self.history.prune(picture.snapshot());
+        picture.set_events(self.history.attachers());
         self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
         let status = if !self.findings.is_empty() {
@@ -632,7 +608,7 @@ impl Worker {
         self.last_full = Some(started);
         let mut opts = self.config.scan.clone();
         opts.keep_tree = true;
-        opts.name_cgroups = self.history.iter().map(|r| r.event.caller_cgroup_id).collect();
+        opts.name_cgroups = self.history.attacher_cgroups();
         let result = scan::scan(&opts);
         let seconds = started.elapsed().as_secs_f64();
         let snap = match result {
@@ -656,7 +632,8 @@ impl Worker {
         self.agents_read = Instant::now();
         self.agents_due = None;
         let mut picture = Picture::new(snap);
-        picture.set_events(Self::events(&self.history));
+        self.history.prune(picture.snapshot());
+        picture.set_events(self.history.attachers());
         let _ = Self::name(&mut self.namer, &mut picture, &self.config.policy);
         let report = Report::new(picture.snapshot(), &self.config.policy);
         self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
@@ -692,7 +669,7 @@ impl Worker {
         {
             return Some(bytes.clone());
         }
-        picture.set_events(Self::events(&self.history));
+        picture.set_events(self.history.attachers());
         let mut out = Vec::new();
         Report::new(picture.snapshot(), &self.config.policy).write_json(&mut out).ok()?;
         let bytes = Bytes::from(out);

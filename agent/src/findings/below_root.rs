@@ -82,6 +82,42 @@ mod tests {
         assert_eq!(f.iter().filter(|f| f.kind == Kind::SocketLbMissingAtRoot).count(), 2);
     }
 
+    /// An attach call is someone's only for the program it attached: one
+    /// whose program is unknown names nobody.
+    #[test]
+    fn who_attached_is_the_caller_that_attached_that_program() {
+        use crate::snapshot::{Change, Event};
+        let mut s = node();
+        cilium_connect(&mut s, CTR, CTR_ID);
+        let call = |seq, pid, prog_id| Event {
+            seq,
+            time_unix_ms: 0,
+            change: Change::BpfCall {
+                command: crate::bpf::BpfCommand::ProgAttach,
+                cgroup_id: Some(CTR_ID),
+                attach_type: Some(at("connect4")),
+                prog_id,
+                link_id: None,
+                flags: 0,
+                hints: Vec::new(),
+            },
+            pid,
+            tid: pid,
+            comm: "x".into(),
+            caller_cgroup_id: 1,
+        };
+        let connect4 = s.attachments.iter().find(|a| a.attach_type == at("connect4")).unwrap().prog_id;
+        s.events = vec![call(1, 10, Some(connect4)), call(2, 20, None), call(3, 30, Some(connect4 + 100))];
+        let f = evaluate(&s, &Policy::default());
+        let by = |f: &Finding| f.attached_by.as_ref().map(|a| a.pid);
+        let b = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot && f.attach_type == Some(at("connect4"))).unwrap();
+        assert_eq!(by(b), Some(10));
+        s.events.remove(0);
+        let f = evaluate(&s, &Policy::default());
+        let b = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot && f.attach_type == Some(at("connect4"))).unwrap();
+        assert_eq!(by(b), None, "a call without its program, or with another, attached nothing here");
+    }
+
     #[test]
     fn benign_owners_below_root_are_never_flagged() {
         let mut s = node();

@@ -215,7 +215,7 @@ pub(super) fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
     let e = snap.events.iter().rev().find(|e| {
         matches!(e.change, Change::BpfCall { command, cgroup_id, attach_type, prog_id, .. }
             if command.attaches() && cgroup_id == Some(a.cgroup_id) && attach_type == Some(a.attach_type)
-                && prog_id.is_none_or(|p| p == a.prog_id))
+                && prog_id == Some(a.prog_id))
     })?;
     let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
     let who = cgroup.as_deref().map(attribute).unwrap_or_default();

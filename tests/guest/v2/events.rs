@@ -29,6 +29,18 @@ fn changes_reach_the_picture_through_kprobes() {
 }
 
 #[test]
+fn who_attached_survives_a_flood_of_fexit_events() {
+    guest::require("v2");
+    sources::who_attached_survives_a_flood_of_events("fexit");
+}
+
+#[test]
+fn who_attached_survives_a_flood_of_kprobe_events() {
+    guest::require("v2");
+    sources::who_attached_survives_a_flood_of_events("kprobe");
+}
+
+#[test]
 fn a_flood_of_failing_calls_costs_fexit_nothing() {
     guest::require("v2");
     sources::a_flood_of_failing_calls_costs_nothing("fexit");

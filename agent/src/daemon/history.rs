@@ -1,0 +1,231 @@
+//! What the daemon remembers of the kernel's events: the recent ones for
+//! `/events`, and who attached each program that is still attached, for
+//! the findings' `attached_by`.
+//!
+//! Both are bounded, and neither can be flushed by someone else's events.
+//! Making and removing cgroups is enough to fill any window of recent
+//! events (520 mkdir/rmdir pairs took 1.4 s to push a real attach out of
+//! it), so:
+//!
+//! - the attaching event of every program still attached is kept apart
+//!   from the window, for as long as the program stays attached;
+//! - in the window, the callers of one cgroup hold at most a quarter of it:
+//!   past that, their own oldest event makes room, not someone else's.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::bpf::AttachType;
+use crate::snapshot::{Change, Event, Snapshot};
+
+/// Events kept for `/events`.
+pub const KEPT: usize = 1024;
+/// Of which the callers in one cgroup hold at most this many.
+const PER_CALLER: usize = KEPT / 4;
+/// An attaching event whose attachment the picture does not hold (not yet:
+/// an event that needs a full pass; or no more) is kept this long...
+const PENDING_FOR: Duration = Duration::from_secs(60);
+/// ...and at most this many of them, the most recent.
+const PENDING_MAX: usize = 1024;
+/// How often the attaching events are compared with the picture.
+const PRUNE_EVERY: Duration = Duration::from_secs(10);
+
+/// One event as `/events` shows it: what the kernel reported, where that
+/// was in the tree at that moment, and what the daemon did with it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Recorded {
+    #[serde(flatten)]
+    pub event: Event,
+    /// The target cgroup's path, relative to the audited root, when the
+    /// event arrived (null: outside the audited tree, or unknown).
+    pub cgroup: Option<String>,
+    /// The caller's cgroup, the same way.
+    pub caller_cgroup: Option<String>,
+    /// `applied` (the picture was updated from it), `reread` (the cgroup
+    /// was read again), `full_pass` (it could not be placed: a full pass
+    /// follows) or `nothing` (it changes nothing the daemon shows).
+    pub effect: &'static str,
+}
+
+/// An attachment: its cgroup, hook and program.
+type Key = (u64, AttachType, u32);
+
+/// The attachment an event made, when it names all three.
+fn attachment_made(e: &Event) -> Option<Key> {
+    match e.change {
+        Change::BpfCall { command, cgroup_id: Some(c), attach_type: Some(t), prog_id: Some(p), .. }
+            if command.attaches() =>
+        {
+            Some((c, t, p))
+        }
+        _ => None,
+    }
+}
+
+#[derive(Debug)]
+pub struct History {
+    recent: VecDeque<Recorded>,
+    per_caller: HashMap<u64, usize>,
+    attachers: HashMap<Key, (Instant, Event)>,
+    added: usize,
+    pruned: Instant,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History {
+            recent: VecDeque::new(),
+            per_caller: HashMap::new(),
+            attachers: HashMap::new(),
+            added: 0,
+            pruned: Instant::now(),
+        }
+    }
+}
+
+impl History {
+    pub fn record(&mut self, r: Recorded) {
+        if let Some(key) = attachment_made(&r.event) {
+            self.attachers.insert(key, (Instant::now(), r.event.clone()));
+            self.added += 1;
+        }
+        let caller = r.event.caller_cgroup_id;
+        let theirs = self.per_caller.get(&caller).copied().unwrap_or(0);
+        if theirs >= PER_CALLER {
+            if let Some(i) = self.recent.iter().position(|o| o.event.caller_cgroup_id == caller) {
+                self.recent.remove(i);
+                self.forget_one(caller);
+            }
+        } else if self.recent.len() >= KEPT
+            && let Some(oldest) = self.recent.pop_front()
+        {
+            self.forget_one(oldest.event.caller_cgroup_id);
+        }
+        *self.per_caller.entry(caller).or_default() += 1;
+        self.recent.push_back(r);
+    }
+
+    fn forget_one(&mut self, caller: u64) {
+        if let Some(n) = self.per_caller.get_mut(&caller) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_caller.remove(&caller);
+            }
+        }
+    }
+
+    /// The recent events, oldest first.
+    pub fn recent(&self) -> impl Iterator<Item = &Recorded> {
+        self.recent.iter()
+    }
+
+    /// The attaching events kept, for the picture's findings.
+    pub fn attachers(&self) -> Vec<Event> {
+        let mut events: Vec<Event> = self.attachers.values().map(|(_, e)| e.clone()).collect();
+        events.sort_by_key(|e| e.seq);
+        events
+    }
+
+    /// The cgroups the attaching events came from (their paths are read for
+    /// `attached_by`).
+    pub fn attacher_cgroups(&self) -> HashSet<u64> {
+        self.attachers.values().map(|(_, e)| e.caller_cgroup_id).collect()
+    }
+
+    /// Forgets the attaching events of attachments `snap` no longer holds
+    /// (after a grace for those it does not hold yet), every PRUNE_EVERY or
+    /// once PENDING_MAX were added since the last time.
+    pub fn prune(&mut self, snap: &Snapshot) {
+        let now = Instant::now();
+        if now.duration_since(self.pruned) < PRUNE_EVERY && self.added < PENDING_MAX {
+            return;
+        }
+        self.pruned = now;
+        self.added = 0;
+        let current: HashSet<Key> = snap.attachments.iter().map(|a| (a.cgroup_id, a.attach_type, a.prog_id)).collect();
+        self.attachers.retain(|k, (at, _)| current.contains(k) || now.duration_since(*at) < PENDING_FOR);
+        let mut pending: Vec<(Instant, Key)> =
+            self.attachers.iter().filter(|(k, _)| !current.contains(k)).map(|(k, (at, _))| (*at, *k)).collect();
+        if pending.len() > PENDING_MAX {
+            pending.sort_unstable_by_key(|(at, _)| *at);
+            for (_, k) in &pending[..pending.len() - PENDING_MAX] {
+                self.attachers.remove(k);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::BpfCommand;
+
+    fn event(seq: u64, caller: u64, change: Change) -> Recorded {
+        Recorded {
+            event: Event {
+                seq,
+                time_unix_ms: 0,
+                change,
+                pid: 1,
+                tid: 1,
+                comm: "x".into(),
+                caller_cgroup_id: caller,
+            },
+            cgroup: None,
+            caller_cgroup: None,
+            effect: "nothing",
+        }
+    }
+
+    fn attach(seq: u64, caller: u64, cgroup: u64, prog: u32) -> Recorded {
+        event(
+            seq,
+            caller,
+            Change::BpfCall {
+                command: BpfCommand::ProgAttach,
+                cgroup_id: Some(cgroup),
+                attach_type: Some(crate::fixtures::at("connect4")),
+                prog_id: Some(prog),
+                link_id: None,
+                flags: 0,
+                hints: Vec::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn one_cgroups_flood_leaves_the_others_events_and_every_attacher() {
+        let mut h = History::default();
+        h.record(attach(1, 10, 100, 7));
+        for seq in 2..5_000 {
+            h.record(event(seq, 20, Change::CgroupRemoved { cgroup_id: seq }));
+        }
+        let recent: Vec<&Recorded> = h.recent().collect();
+        assert_eq!(recent.iter().filter(|r| r.event.caller_cgroup_id == 20).count(), PER_CALLER);
+        assert_eq!(recent[0].event.seq, 1, "the other caller's event stays");
+        assert_eq!(recent.last().unwrap().event.seq, 4_999, "the flood keeps its newest");
+        assert_eq!(h.attachers().len(), 1);
+    }
+
+    #[test]
+    fn the_window_is_bounded_whatever_the_callers() {
+        let mut h = History::default();
+        for seq in 0..10_000 {
+            h.record(event(seq, seq, Change::CgroupRemoved { cgroup_id: seq }));
+        }
+        assert_eq!(h.recent().count(), KEPT);
+        assert_eq!(h.per_caller.len(), KEPT);
+    }
+
+    #[test]
+    fn attachers_of_what_is_gone_are_forgotten_past_their_bound() {
+        let mut h = History::default();
+        for seq in 0..3_000 {
+            h.record(attach(seq, 10, seq, 7));
+        }
+        let snap = crate::fixtures::node();
+        h.prune(&snap);
+        assert_eq!(h.attachers().len(), PENDING_MAX, "the most recent pending ones stay");
+        assert_eq!(h.attachers()[0].seq, 3_000 - PENDING_MAX as u64);
+    }
+}
