@@ -223,6 +223,24 @@ impl Resident {
         self.0.id()
     }
 
+    /// `n` processes in `cgroup` (one resident and its children, who die
+    /// with it).
+    pub fn crowd(cgroup: &Path, n: usize) -> Resident {
+        let mut child = Command::new(fixture_bin())
+            .args(["crowd", &n.to_string()])
+            .arg(cgroup)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn fixture crowd");
+        let out = child.stdout.take().expect("stdout");
+        let resident = Resident(child);
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).expect("read fixture crowd");
+        assert_eq!(line.trim(), "ready", "fixture crowd {n}");
+        resident
+    }
+
     fn spawn(cgroup: &Path, args: &[&str]) -> Resident {
         let child = Command::new(fixture_bin())
             .args(args)

@@ -326,3 +326,48 @@ pub fn who_attached_survives_a_flood_of_events(events: &str) {
     let theirs = kept.iter().filter(|e| e["caller_cgroup"] == flooder_rel).count();
     assert!(theirs <= 1_024 / 4, "one cgroup's events hold more than a quarter of the history: {theirs}");
 }
+
+/// Issue 22, 4: every re-read of a cgroup holding socket-LB programs read
+/// each of its processes' names. With 1,000 processes in one and 1,000
+/// attach/detach calls a second on it, the worker applied ~75 events a
+/// second, its queue filled, `/audit` answered busy, and a victim's attach
+/// reached /metrics 106 s later. Now the re-reads of one cgroup are folded
+/// together, the names read are capped, and requests go ahead of events.
+pub fn a_busy_cgroup_cannot_put_the_daemon_behind(events: &str) {
+    let t = TestCgroup::new(&format!("behind-{events}"));
+    let busy = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, "busy"));
+    let _crowd = crate::lb::Resident::crowd(&busy, 1_000);
+    let lb = Prog::load("cil_sock4_connect", "connect4");
+    let _resident = Attached::new(&busy, &lb, ALLOW_MULTI);
+    let d = daemon(&t, events);
+    let churn = std::process::Command::new(fixture_bin())
+        .args(["attach-churn", "8", "1000"])
+        .arg(&busy)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("attach-churn");
+    std::thread::sleep(Duration::from_secs(2));
+
+    let asked = Instant::now();
+    let status = crate::daemon::http_get(d.addr, "/audit").map(|(status, _)| status);
+    let audit_took = asked.elapsed();
+    assert_eq!(status, Some(200), "/audit during the churn, after {audit_took:?}");
+
+    let victim = t.mkdir(&cgroupfs_container("besteffort", SEED_POD_UID, "victim"));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let attached_at = Instant::now();
+    let _victim = Attached::new(&victim, &prog, ALLOW_MULTI);
+    let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
+    let seen = wait_until(deadline(events), || d.metric(below) == Some(2.0));
+    let latency = attached_at.elapsed();
+    let out = churn.wait_with_output().expect("attach-churn ran");
+    let calls: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+    eprintln!(
+        "{events}: during {calls} attach/detach calls on a cgroup of 1,000 processes, /audit took {audit_took:?}, \
+         a victim's attach reached /metrics after {latency:?} (lost: {:?})",
+        d.metric("cgaudit_bpf_events_lost_total")
+    );
+    assert!(calls >= 4_000, "the churn made {calls} calls");
+    assert!(seen, "the victim's attach did not reach /metrics in {:?}:\n{}", deadline(events), d.get("/metrics").1);
+    assert_picture_is_a_fresh_audit(&d, &t);
+}

@@ -525,12 +525,8 @@ fn a_second_kubelet_log_entry_for_one_pod_cannot_rename_it() {
         let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
         assert_eq!(run.code, 1, "{run:?}");
         let report = run.json();
-        let below: Vec<&serde_json::Value> = report["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["kind"] == "socket_lb_below_root")
-            .collect();
+        let below: Vec<&serde_json::Value> =
+            report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
         assert_eq!(below.len(), 2, "{report:#}");
         for f in below {
             assert_eq!(f["pod_name"], serde_json::Value::Null, "{order}: a shipper's entry named the pod: {f:#}");

@@ -66,3 +66,11 @@ fn who_attached_survives_a_flood_of_syscall_traced_events() {
     }
     sources::who_attached_survives_a_flood_of_events("syscalls");
 }
+
+#[test]
+fn a_busy_cgroup_cannot_put_syscall_tracing_behind() {
+    if !can_run(&[]) {
+        return;
+    }
+    sources::a_busy_cgroup_cannot_put_the_daemon_behind("syscalls");
+}

@@ -162,15 +162,7 @@ mod tests {
 
     fn event(seq: u64, caller: u64, change: Change) -> Recorded {
         Recorded {
-            event: Event {
-                seq,
-                time_unix_ms: 0,
-                change,
-                pid: 1,
-                tid: 1,
-                comm: "x".into(),
-                caller_cgroup_id: caller,
-            },
+            event: Event { seq, time_unix_ms: 0, change, pid: 1, tid: 1, comm: "x".into(), caller_cgroup_id: caller },
             cgroup: None,
             caller_cgroup: None,
             effect: "nothing",

@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ const RENDER_WAIT: Duration = Duration::from_secs(20);
 #[derive(Clone)]
 struct App {
     shared: Arc<Shared>,
-    worker: SyncSender<Msg>,
+    worker: crossbeam_channel::Sender<Msg>,
     audit: AuditEndpoint,
     /// /readyz fails when the last full pass is older than this.
     stale_after: Duration,
@@ -92,7 +91,7 @@ impl Drop for Slot {
 pub async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
-    worker: SyncSender<Msg>,
+    worker: crossbeam_channel::Sender<Msg>,
     audit: AuditEndpoint,
     stale_after: Duration,
     mut stop: watch::Receiver<bool>,

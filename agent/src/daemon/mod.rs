@@ -20,9 +20,12 @@ use crate::cli::RunArgs;
 use crate::trace::{self, Requested, Source, TraceMessage};
 use worker::{Config, Msg, Shared, Worker};
 
-/// Messages waiting for the worker; beyond this, events count as lost (and
-/// lead to a full pass) and /audit answers busy.
+/// Events waiting for the worker; beyond this, events count as lost (and
+/// lead to a full pass).
 const QUEUE: usize = 8192;
+/// Requests waiting for the worker (served ahead of events); beyond this,
+/// /audit and /events answer busy.
+const REQUESTS: usize = 64;
 
 /// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
 /// (exit 1). Returns the exit code.
@@ -35,7 +38,8 @@ pub async fn serve(args: &RunArgs) -> u8 {
         }
     };
     let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(QUEUE);
+    let (tx, rx) = crossbeam_channel::bounded::<Msg>(REQUESTS);
+    let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::snapshot::Event>(QUEUE);
     let stop_reader = Arc::new(AtomicBool::new(false));
 
     let requested = if args.no_tracing { Requested::Only(Source::None) } else { args.events.requested() };
@@ -50,10 +54,16 @@ pub async fn serve(args: &RunArgs) -> u8 {
     tracing::info!(source = source.as_str(), "{}", started.summary());
     let reader = match started.tracer {
         Some(tracer) => {
-            let events = tx.clone();
+            let (events, wake, shared) = (events_tx, tx.clone(), shared.clone());
             let reader = trace::spawn_reader(tracer, stop_reader.clone(), move |msg| match msg {
-                TraceMessage::Event(e) => events.try_send(Msg::Event(e)).is_ok(),
-                TraceMessage::Lost(total) => events.try_send(Msg::Lost(total)).is_ok(),
+                TraceMessage::Event(e) => events.try_send(e).is_ok(),
+                TraceMessage::Lost(total) => {
+                    // Kept where no full queue can drop it; the wake-up
+                    // may find the queue full (the worker looks anyway).
+                    shared.events_lost.fetch_max(total, Ordering::Relaxed);
+                    let _ = wake.try_send(Msg::Wake);
+                    true
+                }
             });
             match reader {
                 Ok(r) => Some(r),
@@ -85,7 +95,7 @@ pub async fn serve(args: &RunArgs) -> u8 {
             }
         }
         let _done = Done(worker_done_tx);
-        Worker::new(config, worker_shared).run(rx);
+        Worker::new(config, worker_shared).run(rx, events_rx);
     });
     let worker = match worker {
         Ok(w) => w,

@@ -6,17 +6,23 @@
 //! inventory of that one cgroup; a socket-LB hook event re-judges the node
 //! from the picture. Lost events, and events the picture cannot place, ask
 //! for a full pass, at most one per `FULL_PASS_MIN_GAP`: no caller can make
-//! it walk the tree back to back. Messages come through one bounded queue,
-//! in order, so events that arrive during a full pass are applied after it.
+//! it walk the tree back to back. Events come through one bounded queue, in
+//! order, so events that arrive during a full pass are applied after it;
+//! requests (`/audit`, `/events`, stop) through another that is always
+//! served first, so a flood of events cannot make the daemon unanswerable.
+//! Events the queue had no room for are counted in `Shared::events_lost`,
+//! which no flood can drop: the worker reads it on every round and makes a
+//! full pass. Re-reads of one cgroup that events ask for are folded into one
+//! per batch.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
+use crossbeam_channel::{Receiver, select_biased};
 use rand::Rng;
 
 use super::history::{self, History, Recorded};
@@ -67,15 +73,14 @@ const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
 /// is folded into one judgement.
 const BATCH: usize = 256;
 
-/// What the worker is told.
+/// What the worker is asked, ahead of any event.
 pub enum Msg {
-    Event(Event),
-    /// Total events lost in the kernel so far.
-    Lost(u64),
     /// Render the latest report as JSON (`/audit`).
     Render(tokio::sync::oneshot::Sender<Option<Bytes>>),
     /// Render the recent events as JSON (`/events`).
     Events(tokio::sync::oneshot::Sender<Bytes>),
+    /// Look at `Shared::events_lost` now.
+    Wake,
     Stop,
 }
 
@@ -90,6 +95,9 @@ pub struct Shared {
     /// read (or anything else) stops it, and /healthz then fails so the
     /// kubelet restarts the agent.
     pub heartbeat: AtomicI64,
+    /// Events lost so far: in the kernel's ring, or with no room in the
+    /// worker's queue (stored by the event reader).
+    pub events_lost: AtomicU64,
 }
 
 impl Shared {
@@ -99,6 +107,7 @@ impl Shared {
             ready: AtomicBool::new(false),
             last_success: AtomicI64::new(0),
             heartbeat: AtomicI64::new(unix_now()),
+            events_lost: AtomicU64::new(0),
         }
     }
 
@@ -193,6 +202,12 @@ pub struct Worker {
     rendered: Option<(u64, u64, Bytes)>,
     remediated: HashMap<String, Instant>,
     namer: Namer,
+    /// `Shared::events_lost` when last looked at.
+    lost_seen: u64,
+    /// Cgroups to read again at the end of the batch, by id: events whose
+    /// cgroup came from the kernel's own objects need no check of their
+    /// own, and a burst of them on one cgroup is one reading.
+    pending_rereads: HashMap<u64, String>,
 }
 
 impl Worker {
@@ -220,14 +235,19 @@ impl Worker {
             rendered: None,
             remediated: HashMap::new(),
             namer,
+            lost_seen: 0,
+            pending_rereads: HashMap::new(),
         }
     }
 
-    /// Runs until told to stop (or the queue closes).
-    pub fn run(mut self, rx: Receiver<Msg>) {
+    /// Runs until told to stop (or the request queue closes).
+    pub fn run(mut self, requests: Receiver<Msg>, events: Receiver<Event>) {
         let link_sweep = self.config.source == Source::Syscalls;
+        let never = crossbeam_channel::never();
+        let mut events = Some(events);
         loop {
             self.shared.heartbeat.store(unix_now(), Ordering::Relaxed);
+            self.look_at_losses();
             let now = Instant::now();
             if link_sweep && self.next_sweep <= now {
                 self.next_sweep = now + LINK_SWEEP;
@@ -256,37 +276,65 @@ impl Worker {
                 self.full_pass(trigger);
                 continue;
             }
-            let first = match rx.recv_timeout((due - now).min(HEARTBEAT)) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
-            };
             let mut judge = false;
-            let mut msg = Some(first);
-            let mut handled = 0;
-            while let Some(m) = msg.take() {
-                match m {
-                    Msg::Stop => return,
-                    Msg::Event(e) => judge |= self.on_event(e),
-                    Msg::Lost(total) => {
-                        self.shared.metrics.events_lost(total);
-                        self.ask_full_pass(Trigger::EventsLost);
+            let wait = (due - now).min(HEARTBEAT);
+            select_biased! {
+                recv(requests) -> m => match m {
+                    Ok(m) => if !self.on_request(m) { return },
+                    Err(_) => return,
+                },
+                recv(events.as_ref().unwrap_or(&never)) -> e => match e {
+                    Ok(e) => judge |= self.on_event(e),
+                    // The reader is gone (it logged why): requests only.
+                    Err(_) => events = None,
+                },
+                default(wait) => continue,
+            }
+            // What else waits, up to a batch, requests first.
+            for _ in 1..BATCH {
+                if let Ok(m) = requests.try_recv() {
+                    if !self.on_request(m) {
+                        return;
                     }
-                    Msg::Render(reply) => {
-                        let _ = reply.send(self.render());
-                    }
-                    Msg::Events(reply) => {
-                        let _ = reply.send(self.render_events());
-                    }
-                }
-                handled += 1;
-                if handled < BATCH {
-                    msg = rx.try_recv().ok();
+                } else if let Some(e) = events.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                    judge |= self.on_event(e);
+                } else {
+                    break;
                 }
             }
+            judge |= self.reread_pending();
             if judge {
                 self.judge();
             }
+        }
+    }
+
+    /// Serves a request; false on Stop.
+    fn on_request(&mut self, m: Msg) -> bool {
+        match m {
+            Msg::Stop => return false,
+            Msg::Wake => self.look_at_losses(),
+            Msg::Render(reply) => {
+                // The picture as of every event applied so far.
+                if self.reread_pending() {
+                    self.judge();
+                }
+                let _ = reply.send(self.render());
+            }
+            Msg::Events(reply) => {
+                let _ = reply.send(self.render_events());
+            }
+        }
+        true
+    }
+
+    /// Events lost since the last look ask for a full pass.
+    fn look_at_losses(&mut self) {
+        let lost = self.shared.events_lost.load(Ordering::Relaxed);
+        if lost > self.lost_seen {
+            self.lost_seen = lost;
+            self.shared.metrics.events_lost(lost);
+            self.ask_full_pass(Trigger::EventsLost);
         }
     }
 
@@ -345,6 +393,13 @@ impl Worker {
                 if !programs.is_empty() {
                     self.learn_programs(&programs);
                 }
+                if check == Check::None {
+                    self.pending_rereads.insert(cgroup_id, path);
+                    return ("reread", false);
+                }
+                // A reading that must bear this event out is made now (and
+                // covers a pending one).
+                self.pending_rereads.remove(&cgroup_id);
                 ("reread", self.reread(cgroup_id, &path, check))
             }
         }
@@ -388,6 +443,16 @@ impl Worker {
     /// in the picture; true when the findings may have changed. When the
     /// reading does not bear out the event that asked for it (`check`), a
     /// full pass follows: the event was about another cgroup.
+    /// Reads the cgroups events asked for; true when the findings may
+    /// have changed.
+    fn reread_pending(&mut self) -> bool {
+        let mut findings = false;
+        for (id, path) in std::mem::take(&mut self.pending_rereads) {
+            findings |= self.reread(id, &path, Check::None);
+        }
+        findings
+    }
+
     fn reread(&mut self, cgroup_id: u64, path: &str, check: Check) -> bool {
         let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
         let snap = picture.snapshot();

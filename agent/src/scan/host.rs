@@ -56,7 +56,11 @@ pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default()
 }
 
-/// The pids in a cgroup and their command names.
+/// How many of a cgroup's processes are named: findings show a few, and
+/// each name is a read (a pod can hold thousands of processes).
+pub const PROCESSES_NAMED: usize = 16;
+
+/// The first PROCESSES_NAMED pids in a cgroup and their command names.
 pub fn processes(cgroup: BorrowedFd<'_>, proc: &Path) -> Vec<ProcessRef> {
     let Ok(fd) = openat(cgroup, "cgroup.procs", OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
         return Vec::new();
@@ -67,6 +71,7 @@ pub fn processes(cgroup: BorrowedFd<'_>, proc: &Path) -> Vec<ProcessRef> {
     }
     text.lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
+        .take(PROCESSES_NAMED)
         .map(|pid| {
             let comm = fs::read_to_string(proc.join(pid.to_string()).join("comm")).map(|s| s.trim().to_owned());
             ProcessRef { pid, comm: comm.unwrap_or_default() }

@@ -41,6 +41,18 @@ fn who_attached_survives_a_flood_of_kprobe_events() {
 }
 
 #[test]
+fn a_busy_cgroup_cannot_put_fexit_behind() {
+    guest::require("v2");
+    sources::a_busy_cgroup_cannot_put_the_daemon_behind("fexit");
+}
+
+#[test]
+fn a_busy_cgroup_cannot_put_kprobes_behind() {
+    guest::require("v2");
+    sources::a_busy_cgroup_cannot_put_the_daemon_behind("kprobe");
+}
+
+#[test]
 fn a_flood_of_failing_calls_costs_fexit_nothing() {
     guest::require("v2");
     sources::a_flood_of_failing_calls_costs_nothing("fexit");

@@ -35,6 +35,13 @@
 //!   close it again, while one more makes and removes a cgroup below it
 //!   (contending `cgroup_mutex`, which a link being made waits for with its
 //!   id already handed out). Prints how many links it made.
+//! - `fixture crowd <N> <CGROUP>`: a pod with many processes: joins
+//!   CGROUP, forks N children that wait (each dies with it), prints
+//!   `ready`, and waits as `pause`.
+//! - `fixture attach-churn <SECONDS> <PER_SECOND> <CGROUP>`: a pod
+//!   attaching and detaching a connect4 program on CGROUP, PER_SECOND calls
+//!   a second (`BPF_PROG_ATTACH` then `BPF_PROG_DETACH`, paced), then
+//!   prints how many calls it made.
 //! - `fixture memlock-64k`: another root process with Debian 11's default
 //!   `RLIMIT_MEMLOCK` (64 KiB) loading a program, as a node's tools do:
 //!   prints `loaded`, or the error and exits 1.
@@ -106,6 +113,48 @@ fn link_churn(seconds: &str, threads: &str, cgroup: &Path) {
         stop.store(true, Ordering::Relaxed);
     });
     println!("{}", made.load(Ordering::Relaxed));
+}
+
+fn crowd(n: &str, cgroup: &Path) {
+    let n: usize = n.parse().expect("N");
+    std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string()).expect("join the cgroup");
+    for _ in 0..n {
+        // SAFETY: the child only calls async-signal-safe functions (prctl,
+        // sigwait through pause) before it exits.
+        match unsafe { nix::unistd::fork() }.expect("fork") {
+            nix::unistd::ForkResult::Child => {
+                let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+                pause();
+                std::process::exit(0);
+            }
+            nix::unistd::ForkResult::Parent { .. } => {}
+        }
+    }
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    pause();
+}
+
+fn attach_churn(seconds: &str, rate: &str, cgroup: &Path) {
+    use std::os::fd::AsFd;
+    use std::time::{Duration, Instant};
+    let seconds: u64 = seconds.parse().expect("seconds");
+    let rate: u64 = rate.parse().expect("per second");
+    let prog = integration_tests::Prog::load("churn_connect4", "connect4");
+    let dir = integration_tests::open_dir(cgroup);
+    let hook = prog.hook.kernel_value();
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        let _ = agent::bpf::sys::prog_attach(dir.as_fd(), prog.fd.as_fd(), hook, integration_tests::ALLOW_MULTI);
+        let _ = agent::bpf::sys::prog_detach(dir.as_fd(), prog.fd.as_fd(), hook);
+        calls += 2;
+        let due = Duration::from_micros(calls * 1_000_000 / rate);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    println!("{calls}");
 }
 
 fn fuse_trap(dir: &str) {
@@ -233,6 +282,16 @@ fn main() {
         && cmd == "link-churn"
     {
         return link_churn(seconds, threads, Path::new(cgroup));
+    }
+    if let [_, cmd, n, cgroup] = args.as_slice()
+        && cmd == "crowd"
+    {
+        return crowd(n, Path::new(cgroup));
+    }
+    if let [_, cmd, seconds, rate, cgroup] = args.as_slice()
+        && cmd == "attach-churn"
+    {
+        return attach_churn(seconds, rate, Path::new(cgroup));
     }
     if let [_, cmd] = args.as_slice()
         && cmd == "memlock-64k"
