@@ -333,6 +333,16 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "WHO", default_value_t = AuditEndpoint::Loopback)]
     pub audit_endpoint: AuditEndpoint,
 
+    /// The most cgroups the daemon keeps a tree of, to apply kernel events
+    /// to (about 100 bytes a cgroup, 320 at most with 255-byte names). A
+    /// node past it (a pod making cgroups by the hundred thousand) is
+    /// audited by full passes only: every --interval, and when events or
+    /// sweeps see a change, at most every 20 times what a pass takes;
+    /// cgaudit_degraded{reason="cgroup_count"} is 1 and one log line says
+    /// so. Kubernetes nodes hold a few thousand.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1_000..=10_000_000))]
+    pub max_cgroups: u64,
+
     /// What to do about a CNI cgroup2 mount rooted below the root
     /// (cgroup_mount_not_root): nothing, plan the remount and log it, or
     /// remount (as `agent remount --apply`), at most once per path every 5

@@ -48,6 +48,7 @@ pub fn node() -> Snapshot {
         events: Vec::new(),
         errors: Vec::new(),
         tree: Vec::new(),
+        tree_kept: false,
     }
 }
 

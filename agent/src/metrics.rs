@@ -71,6 +71,7 @@ pub struct Metrics {
     remediations: IntCounterVec,
     hook_programs_max: IntGaugeVec,
     objects_skipped: IntCounterVec,
+    degraded: IntGaugeVec,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -193,6 +194,11 @@ impl Metrics {
                 "Objects an audit could not read and went on without, by kind (link: still being made after retries).",
                 &["kind"],
             ),
+            degraded: gauge_vec(
+                "degraded",
+                "1 while the daemon works in a reduced mode, by reason (cgroup_count: more cgroups than --max-cgroups, so no tree is kept and changes are found by full passes).",
+                &["reason"],
+            ),
             remediations: counter_vec(
                 "remediations_total",
                 "Remediations planned or made by the daemon (--remediate), by action and result.",
@@ -219,6 +225,7 @@ impl Metrics {
             }
         }
         m.objects_skipped.with_label_values(&["link"]);
+        m.degraded.with_label_values(&["cgroup_count"]).set(0);
         for source in Source::iter() {
             m.event_source.with_label_values(&[source.as_str()]).set(0);
         }
@@ -251,6 +258,10 @@ impl Metrics {
             self.event_source.with_label_values(&[s.as_str()]).set(i64::from(s == source));
         }
         self.tracing_active.set(i64::from(source.traces_calls()));
+    }
+
+    pub fn set_degraded(&self, reason: &str, on: bool) {
+        self.degraded.with_label_values(&[reason]).set(i64::from(on));
     }
 
     pub fn objects_skipped(&self, kind: &str, n: u64) {

@@ -380,6 +380,8 @@ pub struct Snapshot {
     /// Recent changes (daemon only; empty for one-shot audits).
     pub events: Vec<Event>,
     pub errors: Vec<ScanError>,
-    /// Every cgroup below the root, when `ScanOptions::keep_tree` asked.
+    /// Every cgroup below the root, when `ScanOptions::tree_max` asked and
+    /// the tree was within it (`tree_kept`).
     pub tree: Vec<TreeEntry>,
+    pub tree_kept: bool,
 }

@@ -19,6 +19,20 @@ pub fn agent_bin() -> PathBuf {
     p
 }
 
+/// The binary that ships (static, release): `$CGAUDIT_AGENT_STATIC` (set
+/// by `cargo xtask test`), else where `cargo xtask dist` puts it.
+pub fn shipped_agent_bin() -> PathBuf {
+    let p = std::env::var_os("CGAUDIT_AGENT_STATIC").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("target/x86_64-unknown-linux-musl/dist/agent")
+    });
+    assert!(
+        p.is_file(),
+        "static agent missing at {}: run `cargo xtask dist` (cargo xtask test builds it)",
+        p.display()
+    );
+    p
+}
+
 /// The `fixture` binary (tests/src/bin/fixture.rs): `$CGAUDIT_FIXTURE`,
 /// else next to the agent under test.
 pub fn fixture_bin() -> PathBuf {

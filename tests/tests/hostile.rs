@@ -534,3 +534,53 @@ fn a_second_kubelet_log_entry_for_one_pod_cannot_rename_it() {
         }
     }
 }
+
+/// The daemon's peak resident memory (VmHWM), in MiB.
+fn peak_mib(d: &Daemon) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.id())).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+/// Issue 22, 5: a pod with a writable cgroupfs made 200,000 cgroups in its
+/// container (long names: the kernel allows 255 bytes): the daemon held
+/// every name, 134 MB steady and 219 MB at a full pass, over the
+/// DaemonSet's 128Mi limit: OOM-killed at its startup pass, again and
+/// again. Past `--max-cgroups` it now keeps no tree: it degrades to full
+/// passes, says so (metric, log line), still reports a misattachment, and
+/// stays within half the limit (the walks hold no tree either).
+#[test]
+fn two_hundred_thousand_cgroups_cannot_push_the_daemon_over_its_limit() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("many");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let long = "x".repeat(240);
+    let made = Instant::now();
+    for i in 0..200_000 {
+        std::fs::create_dir(ctr.join(format!("{long}{i}"))).unwrap();
+    }
+    eprintln!("200,000 cgroups made in {:?}", made.elapsed());
+    // The binary that ships: its memory is what the DaemonSet's limit is for.
+    let shipped = std::process::Command::new(shipped_agent_bin());
+    let mut d = Daemon::start_via(shipped, &["--cgroup-root", t.path.to_str().unwrap(), "--events", "reading"]);
+    assert!(wait_until(Duration::from_secs(60), || d.get("/readyz").0 == 200), "{}", d.logs());
+    let victim = t.mkdir(&cgroupfs_container("besteffort", SEED_POD_UID, "victim"));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let attached_at = Instant::now();
+    let _a = Attached::new(&victim, &prog, ALLOW_MULTI);
+    let seen = wait_until(Duration::from_secs(60), || d.metric(MISATTACHED) == Some(1.0));
+    let peak = peak_mib(&d);
+    eprintln!("a misattachment reported after {:?}; peak {peak} MiB", attached_at.elapsed());
+    assert!(seen, "the misattachment was not reported:\n{}", d.logs());
+    assert!(peak < 64, "peak {peak} MiB: more than half the DaemonSet's 128Mi limit");
+    assert_eq!(d.metric(r#"cgaudit_degraded{reason="cgroup_count"}"#), Some(1.0), "{}", d.get("/metrics").1);
+    let logs = d.logs();
+    assert_eq!(logs.matches("--max-cgroups").count(), 1, "one line says why:\n{logs}");
+    let _ = d.child.kill();
+}

@@ -15,15 +15,7 @@ fn workspace() -> PathBuf {
 }
 
 fn static_agent() -> PathBuf {
-    let p = std::env::var_os("CGAUDIT_AGENT_STATIC")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/x86_64-unknown-linux-musl/dist/agent"));
-    assert!(
-        p.is_file(),
-        "static agent missing at {}: run `cargo xtask dist` (cargo xtask test builds it)",
-        p.display()
-    );
-    p
+    shipped_agent_bin()
 }
 
 fn image() -> String {

@@ -199,8 +199,10 @@ fn decode_attach(b: &[u8]) -> Option<HookProgram> {
     Some(HookProgram { atype: u32_at(b, 4)?, prog_id: u32_at(b, 16)?, link_id: u32_at(b, 20)?, flags: u32_at(b, 24)? })
 }
 
-/// Largest ring buffer a pass may use.
-const MAX_BUFFER: u32 = 256 << 20;
+/// Largest ring buffer a pass may use: its pages are the agent's memory
+/// (charged to its cgroup, mapped twice). A tree whose records outrun the
+/// reading by more is read by the syscall walk, which holds nothing.
+const MAX_BUFFER: u32 = 16 << 20;
 
 /// A first ring buffer size for `cgroups` cgroups: records are copied out
 /// while the kernel writes them, so it holds the lag, not the tree (~190
@@ -209,21 +211,6 @@ const MAX_BUFFER: u32 = 256 << 20;
 /// mapping), so it counts double in RSS.
 fn buffer_size(cgroups: u64) -> u32 {
     cgroups.saturating_mul(64).clamp(256 << 10, 4 << 20).next_power_of_two() as u32
-}
-
-/// Number of live cgroups at and below `root`, from its `cgroup.stat`.
-fn count_cgroups(root: BorrowedFd<'_>) -> Option<u64> {
-    let fd = nix::fcntl::openat(
-        root,
-        "cgroup.stat",
-        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .ok()?;
-    let mut text = String::new();
-    fs::File::from(fd).read_to_string(&mut text).ok()?;
-    let n = text.lines().find_map(|l| l.strip_prefix("nr_descendants "))?.trim().parse::<u64>().ok()?;
-    Some(n + 1)
 }
 
 /// The named types `kernel_layout` looks up, indexed in the one pass over
@@ -278,20 +265,31 @@ impl Walker {
     }
 
     /// Walks `root` and all its descendants in the kernel, calling `visit`
-    /// once per cgroup in pre-order (parents before children). `visit` runs
-    /// only after a complete pass: never on a partial one.
-    pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(IterCgroup)) -> Result<IterStats, IterError> {
+    /// with each cgroup in pre-order (parents before children) as the
+    /// records arrive: nothing of the tree is held here. When the kernel
+    /// outran the reading and the pass must run again, `visit` gets
+    /// `Step::Restart` first: what it gathered must then be forgotten. On
+    /// `Err`, what it gathered is incomplete.
+    pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(Step)) -> Result<IterStats, IterError> {
         walk(&self.kernel.layout, self.target, root, visit)
     }
+}
+
+/// What a walk hands its visitor.
+#[derive(Debug)]
+pub enum Step {
+    Cgroup(IterCgroup),
+    /// The pass runs again from the start.
+    Restart,
 }
 
 fn walk(
     layout: &KernelLayout,
     target: u32,
     root: BorrowedFd<'_>,
-    mut visit: impl FnMut(IterCgroup),
+    mut visit: impl FnMut(Step),
 ) -> Result<IterStats, IterError> {
-    let cgroups = count_cgroups(root).unwrap_or(1024);
+    let cgroups = crate::cgroup::count(root).unwrap_or(1024);
     let mut size = buffer_size(cgroups);
     let mut stats = IterStats::default();
     loop {
@@ -315,7 +313,10 @@ fn walk(
         let reader = fs::File::from(sys::iter_create(link.as_fd())?);
         let records = loaded.take_map("CGROUP_RECORDS").map(Map::RingBuf);
         let mut records: RingBuf<MapData> = typed(records, "CGROUP_RECORDS")?;
-        let raw = run_pass(reader, &mut records, cgroups)?;
+        if stats.passes > 1 {
+            visit(Step::Restart);
+        }
+        run_pass(reader, &mut records, &mut visit)?;
 
         let status: Array<MapData, u64> = typed(loaded.take_map("STATUS").map(Map::Array), "STATUS")?;
         let slot = |i| status.get(&i, 0).unwrap_or(0);
@@ -332,33 +333,6 @@ fn walk(
             continue;
         }
         drop((records, link, loaded));
-        let mut current: Option<IterCgroup> = None;
-        let mut rest = raw.as_slice();
-        while let Some(len) = u32_at(rest, 0) {
-            let Some(item) = rest.get(4..4 + len as usize) else { break };
-            rest = &rest[4 + len as usize..];
-            match u32_at(item, 0) {
-                Some(KIND_CGROUP) => {
-                    if let Some(done) = current.take() {
-                        visit(done);
-                    }
-                    current = decode_cgroup(item);
-                }
-                Some(KIND_ATTACH) => {
-                    if let (Some(c), Some(p)) = (current.as_mut(), decode_attach(item)) {
-                        c.programs.push(p);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Some(done) = current {
-            visit(done);
-        }
-        drop(raw);
-        // The copied records were up to ~10 MB at 50,000 cgroups; a daemon
-        // should not keep them between audits.
-        sys::release_free_heap();
         return Ok(stats);
     }
 }
@@ -369,24 +343,34 @@ fn typed<T: TryFrom<Map, Error = aya::maps::MapError>>(map: Option<Map>, name: &
     map.try_into().map_err(|e: aya::maps::MapError| IterError::Load(format!("{name}: {e}")))
 }
 
-/// Bytes to reserve per cgroup for the copied records: ~200 on the
-/// benchmark's kubepods trees (an 85-byte scope name, a program or two),
-/// with room to spare. Reserved once, the copy does not double as it grows
-/// (which would hold both copies at once); reserved pages that are never
-/// written cost no memory.
-const RECORD_ESTIMATE: u64 = 4 + CGROUP_RECORD_HEADER as u64 + 160;
-
 /// Runs the pass (one `read(2)` of the iterator, on its own thread) while
-/// this thread copies records out of the ring buffer as they arrive, so the
-/// buffer only has to hold the lag, not the tree. Records are kept as
-/// length-prefixed bytes and decoded only once the pass is known complete.
-fn run_pass(mut reader: fs::File, records: &mut RingBuf<MapData>, cgroups: u64) -> Result<Vec<u8>, IterError> {
-    let mut raw =
-        Vec::with_capacity(usize::try_from(cgroups.saturating_mul(RECORD_ESTIMATE)).unwrap_or(0).min(64 << 20));
-    let drain = |records: &mut RingBuf<MapData>, raw: &mut Vec<u8>| {
+/// this thread takes the records out of the ring buffer as they arrive and
+/// hands each cgroup to `visit`, so the buffer only has to hold the lag,
+/// and nothing holds the tree (a pod can make cgroups by the hundred
+/// thousand, with 255-byte names).
+fn run_pass(
+    mut reader: fs::File,
+    records: &mut RingBuf<MapData>,
+    visit: &mut impl FnMut(Step),
+) -> Result<(), IterError> {
+    let mut current: Option<IterCgroup> = None;
+    let mut drain = |records: &mut RingBuf<MapData>, current: &mut Option<IterCgroup>| {
         while let Some(item) = records.next() {
-            raw.extend_from_slice(&(item.len() as u32).to_ne_bytes());
-            raw.extend_from_slice(&item);
+            match u32_at(&item, 0) {
+                Some(KIND_CGROUP) => {
+                    let next = decode_cgroup(&item);
+                    drop(item);
+                    if let Some(done) = std::mem::replace(current, next) {
+                        visit(Step::Cgroup(done));
+                    }
+                }
+                Some(KIND_ATTACH) => {
+                    if let (Some(c), Some(p)) = (current.as_mut(), decode_attach(&item)) {
+                        c.programs.push(p);
+                    }
+                }
+                _ => {}
+            }
         }
     };
     std::thread::scope(|s| {
@@ -398,15 +382,18 @@ fn run_pass(mut reader: fs::File, records: &mut RingBuf<MapData>, cgroups: u64) 
             Ok::<(), std::io::Error>(())
         });
         while !pass.is_finished() {
-            drain(records, &mut raw);
+            drain(records, &mut current);
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
-        drain(records, &mut raw);
+        drain(records, &mut current);
         pass.join()
             .map_err(|_| IterError::Read(std::io::Error::other("the reader thread panicked")))?
             .map_err(IterError::Read)
     })?;
-    Ok(raw)
+    if let Some(done) = current {
+        visit(Step::Cgroup(done));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

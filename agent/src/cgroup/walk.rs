@@ -8,7 +8,6 @@
 //! failure on one cgroup is recorded and the walk goes on; only the root's
 //! failure (handled by the caller) aborts an audit.
 
-use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::dir::{Dir, Type};
@@ -72,9 +71,16 @@ where
         }
     }
 
-    // Children are collected first: recursing needs the parent fd while the
-    // directory stream would hold it mutably.
-    let mut children: Vec<(CString, u64)> = Vec::new();
+    // Children are visited as the directory lists them, never collected: a
+    // pod can make hundreds of thousands in one directory, with 255-byte
+    // names. The stream owns the fd; children are opened through a copy.
+    let parent = match fd.try_clone() {
+        Ok(p) => p,
+        Err(e) => {
+            stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "dup".into(), error: e.to_string() });
+            return;
+        }
+    };
     let mut dir = match Dir::from_fd(fd) {
         Ok(d) => d,
         Err(e) => {
@@ -82,30 +88,29 @@ where
             return;
         }
     };
+    let parent_len = path.len();
     for entry in dir.iter() {
-        match entry {
+        let (name, child_id) = match entry {
             Ok(e) if e.file_type() == Some(Type::Directory) => {
                 let name = e.file_name();
-                if name.to_bytes() != b"." && name.to_bytes() != b".." {
-                    children.push((name.to_owned(), e.ino()));
+                if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                    continue;
                 }
+                (name.to_owned(), e.ino())
             }
-            Ok(_) => {}
+            Ok(_) => continue,
             Err(e) if is_gone(e) => {
                 stats.vanished += 1;
                 return;
             }
             Err(e) => {
-                stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "readdir".into(), error: e.to_string() });
+                let cgroup = if parent_len == 0 { "/".to_owned() } else { path[..parent_len].to_owned() };
+                stats.errors.push(WalkError { cgroup, op: "readdir".into(), error: e.to_string() });
                 break;
             }
-        }
-    }
-
-    let parent_len = path.len();
-    for (name, child_id) in children {
+        };
         let child = openat(
-            dir.as_fd(),
+            parent.as_fd(),
             name.as_c_str(),
             OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
             Mode::empty(),

@@ -83,6 +83,7 @@ pub async fn serve(args: &RunArgs) -> u8 {
         interval: args.interval,
         remediate: args.remediate,
         source,
+        max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
     };
     let (worker_done_tx, mut worker_done) = watch::channel(false);
     let worker_shared = shared.clone();

@@ -79,11 +79,16 @@ pub struct Picture {
     above: Level,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
+    /// Whether `nodes` holds the tree. Without it (a tree past
+    /// `--max-cgroups`, or dropped for a full pass) events cannot be placed:
+    /// those about cgroups ask for a full pass.
+    tracked: bool,
 }
 
 impl Picture {
-    /// The picture of a full pass (made with `ScanOptions::keep_tree`).
+    /// The picture of a full pass (made with `ScanOptions::tree_max`).
     pub fn new(mut snap: Snapshot) -> Picture {
+        let tracked = snap.tree_kept;
         let tree = std::mem::take(&mut snap.tree);
         let nodes = tree.into_iter().map(|t| (t.id, Node { parent: t.parent, name: t.name.into() })).collect();
         let mut levels: HashMap<u64, Level> = HashMap::new();
@@ -94,11 +99,23 @@ impl Picture {
             h.1.push(a.prog_id);
         }
         let above = Level::above(levels.get(&snap.root.cgroup_id).unwrap_or(&Level::default()), &snap.root_effective);
-        Picture { snap, nodes, levels, above, generation: 0 }
+        Picture { snap, nodes, levels, above, generation: 0, tracked }
     }
 
     pub fn snapshot(&self) -> &Snapshot {
         &self.snap
+    }
+
+    /// Whether the picture holds the tree, so that events can be placed.
+    pub fn tracked(&self) -> bool {
+        self.tracked
+    }
+
+    /// Lets the tree go (before a full pass makes the next one, so that
+    /// two are never held at once).
+    pub fn drop_tree(&mut self) {
+        self.nodes = HashMap::new();
+        self.tracked = false;
     }
 
     pub fn generation(&self) -> u64 {
@@ -178,6 +195,9 @@ impl Picture {
 
     /// Applies one event.
     pub fn apply(&mut self, e: &Event) -> Effect {
+        if !self.tracked {
+            return self.untracked(e);
+        }
         match &e.change {
             Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name),
             Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
@@ -241,6 +261,23 @@ impl Picture {
                     None if known_link.is_some() => Effect::Unplaced,
                     // Not a cgroup call (XDP, TCX, sockmap, flow dissector...).
                     None => Effect::Nothing,
+                }
+            }
+        }
+    }
+
+    /// An event without the tree: a call about a cgroup (its hook, its
+    /// cgroup, or one of its links) asks for a full pass; cgroups made and
+    /// removed wait for the next one.
+    fn untracked(&self, e: &Event) -> Effect {
+        match &e.change {
+            Change::CgroupMade { .. } | Change::CgroupRemoved { .. } => Effect::Nothing,
+            Change::BpfCall { command, cgroup_id, attach_type, link_id, .. } => {
+                let cgroup_link = link_id.is_some_and(|id| self.snap.cgroup_links.iter().any(|l| l.link_id == id));
+                if cgroup_id.is_some() || (command.names_hook() && attach_type.is_some()) || cgroup_link {
+                    Effect::Unplaced
+                } else {
+                    Effect::Nothing
                 }
             }
         }
@@ -478,14 +515,21 @@ impl Picture {
         }
     }
 
-    /// cgroups in the tree the picture holds, the root included.
+    /// cgroups in the tree the picture holds, the root included (without
+    /// the tree: as many as the full pass saw).
     pub fn cgroups(&self) -> u64 {
-        self.nodes.len() as u64 + 1
+        if self.tracked { self.nodes.len() as u64 + 1 } else { self.snap.cgroups_scanned }
     }
 
     /// The cgroups (with their paths) whose own programs, as an attachment
-    /// sweep found them, differ from the picture's: to read again.
+    /// sweep found them, differ from the picture's: to read again. Without
+    /// the tree only the root has a path.
     pub fn differs_from(&self, swept: &HashMap<u64, Vec<Attached>>) -> Vec<(u64, String)> {
+        self.differing(swept).into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+    }
+
+    /// The ids of the cgroups whose own programs differ from the sweep's.
+    pub fn differing(&self, swept: &HashMap<u64, Vec<Attached>>) -> Vec<u64> {
         let key = |t: AttachType, p: u32, f: AttachFlags| (t, p, f as u8);
         let mut mine: HashMap<u64, Vec<(AttachType, u32, u8)>> = HashMap::new();
         for a in &self.snap.attachments {
@@ -506,7 +550,7 @@ impl Picture {
         // Whatever the picture still has, the sweep found gone.
         differ.extend(mine.into_keys());
         differ.sort_unstable();
-        differ.into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+        differ
     }
 
     /// Adds programs the worker read for `Effect::Reread`.
@@ -548,7 +592,33 @@ mod tests {
             TreeEntry { id: 3, parent: 2, name: "burstable".into() },
             TreeEntry { id: 4, parent: 3, name: format!("pod{POD_UID}") },
         ];
+        s.tree_kept = true;
         Picture::new(s)
+    }
+
+    /// Past --max-cgroups: no tree. A call about a cgroup asks for a full
+    /// pass (it cannot be placed); cgroups made and removed wait for one.
+    #[test]
+    fn without_the_tree_a_cgroup_call_asks_for_a_full_pass() {
+        let mut p = picture();
+        p.drop_tree();
+        assert!(!p.tracked());
+        let call = |cgroup_id| {
+            ev(Change::BpfCall {
+                command: BpfCommand::ProgAttach,
+                cgroup_id,
+                attach_type: Some(t("connect4")),
+                prog_id: Some(9),
+                link_id: None,
+                flags: 0,
+                hints: Vec::new(),
+            })
+        };
+        assert_eq!(p.apply(&call(Some(4))), Effect::Unplaced);
+        assert_eq!(p.apply(&call(None)), Effect::Unplaced);
+        assert_eq!(p.apply(&ev(Change::CgroupMade { cgroup_id: 9, parent_id: 4, name: "x".into() })), Effect::Nothing);
+        assert_eq!(p.path(4), None);
+        assert_eq!(p.cgroups(), p.snapshot().cgroups_scanned);
     }
 
     fn multi(hook: &str, prog_id: u32) -> Attached {

@@ -42,6 +42,10 @@ use crate::scan::{self, ScanOptions};
 use crate::snapshot::{Change, Event};
 use crate::trace::Source;
 
+/// Without the tree, full passes asked for by events are also at least
+/// this many times what the last one took apart (at most a twentieth of
+/// the worker's time).
+const UNTRACKED_PASS_SHARE: u32 = 20;
 /// Full passes asked for by events are at least this far apart.
 pub const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
 /// How often the cgroup links are listed under syscall tracing: a link
@@ -134,6 +138,8 @@ pub struct Config {
     pub remediate: Remediate,
     /// Where attachment changes come from between full passes.
     pub source: Source,
+    /// The largest tree kept (`--max-cgroups`).
+    pub max_cgroups: usize,
 }
 
 /// The reading fallback's schedule: the attachment sweep, and new cgroups
@@ -188,6 +194,10 @@ pub struct Worker {
     verdict: Option<Verdict>,
     last_fallback: Option<String>,
     last_full: Option<Instant>,
+    /// What the last full pass took.
+    last_pass_took: Duration,
+    /// The last full pass kept no tree (more cgroups than --max-cgroups).
+    untracked: bool,
     next_interval: Instant,
     /// The next link sweep (syscall tracing only).
     next_sweep: Instant,
@@ -226,6 +236,8 @@ impl Worker {
             verdict: None,
             last_fallback: None,
             last_full: None,
+            last_pass_took: Duration::ZERO,
+            untracked: false,
             next_interval: Instant::now(),
             next_sweep: Instant::now() + LINK_SWEEP,
             reading,
@@ -339,7 +351,12 @@ impl Worker {
     }
 
     fn ask_full_pass(&mut self, trigger: Trigger) {
-        let earliest = self.last_full.map_or_else(Instant::now, |t| t + FULL_PASS_MIN_GAP);
+        let gap = if self.untracked {
+            FULL_PASS_MIN_GAP.max(self.last_pass_took * UNTRACKED_PASS_SHARE)
+        } else {
+            FULL_PASS_MIN_GAP
+        };
+        let earliest = self.last_full.map_or_else(Instant::now, |t| t + gap);
         if self.asked.is_none_or(|(at, _)| earliest < at) {
             self.asked = Some((earliest, trigger));
         }
@@ -458,12 +475,8 @@ impl Worker {
         let snap = picture.snapshot();
         let hooks: Vec<AttachType> = AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect();
         let wanted = Default::default();
-        let ctx = WalkContext {
-            root_id: snap.root.cgroup_id,
-            wanted: &wanted,
-            proc: &self.config.scan.proc,
-            keep_tree: false,
-        };
+        let ctx =
+            WalkContext { root_id: snap.root.cgroup_id, wanted: &wanted, proc: &self.config.scan.proc, tree_max: 0 };
         match visit::read_cgroup(root.as_fd(), path, cgroup_id, &hooks, &ctx) {
             Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or
@@ -588,6 +601,22 @@ impl Worker {
         match swept {
             Ok(sweep) => {
                 self.shared.metrics.attachment_sweep();
+                if !picture.tracked() {
+                    // Nothing to read again by path: any change is a full pass.
+                    let links_differ =
+                        programs::cgroup_links().is_ok_and(|l| l.cgroup.len() != picture.snapshot().cgroup_links.len());
+                    if sweep.cgroups != picture.cgroups()
+                        || links_differ
+                        || !picture.differing(&sweep.attached).is_empty()
+                    {
+                        self.ask_full_pass(Trigger::Unplaced);
+                    }
+                    if let Some(r) = self.reading.as_mut() {
+                        r.took(started.elapsed(), self.config.interval);
+                        self.shared.metrics.set_sweep_period(r.period);
+                    }
+                    return false;
+                }
                 let mut differ = picture.differs_from(&sweep.attached);
                 if sweep.cgroups != picture.cgroups() {
                     tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
@@ -672,10 +701,15 @@ impl Worker {
         let started = Instant::now();
         self.last_full = Some(started);
         let mut opts = self.config.scan.clone();
-        opts.keep_tree = true;
+        opts.tree_max = self.config.max_cgroups;
         opts.name_cgroups = self.history.attacher_cgroups();
+        // The pass makes the next tree: never two at once.
+        if let Some(p) = self.picture.as_mut() {
+            p.drop_tree();
+        }
         let result = scan::scan(&opts);
-        let seconds = started.elapsed().as_secs_f64();
+        self.last_pass_took = started.elapsed();
+        let seconds = self.last_pass_took.as_secs_f64();
         let snap = match result {
             Ok(s) => s,
             Err(e) => {
@@ -696,6 +730,20 @@ impl Worker {
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
         self.agents_read = Instant::now();
         self.agents_due = None;
+        let untracked = !snap.tree_kept;
+        if untracked != self.untracked {
+            if untracked {
+                tracing::warn!(
+                    cgroups = snap.cgroups_scanned,
+                    max = self.config.max_cgroups,
+                    "more cgroups than --max-cgroups: no tree is kept; changes are found by full passes only"
+                );
+            } else {
+                tracing::info!(cgroups = snap.cgroups_scanned, "cgroups within --max-cgroups again: the tree is kept");
+            }
+            self.untracked = untracked;
+            self.shared.metrics.set_degraded("cgroup_count", untracked);
+        }
         let mut picture = Picture::new(snap);
         self.history.prune(picture.snapshot());
         picture.set_events(self.history.attachers());
@@ -717,6 +765,9 @@ impl Worker {
         self.verdict = Some(report.verdict());
         self.findings = report.findings.clone();
         self.picture = Some(picture);
+        // The pass's own allocations (the walk, the last picture) go back
+        // to the kernel, not into the next pass's peak.
+        crate::bpf::sys::release_free_heap();
         self.rendered = None;
         self.shared.last_success.store(unix_now(), Ordering::Relaxed);
         self.shared.ready.store(true, Ordering::Relaxed);

@@ -45,8 +45,10 @@ pub struct ScanOptions {
     /// cgroup ids whose paths the snapshot should carry (event callers).
     pub name_cgroups: HashSet<u64>,
     pub walk: WalkMethod,
-    /// Keep every cgroup's id, parent and name in `Snapshot::tree`.
-    pub keep_tree: bool,
+    /// Keep every cgroup's id, parent and name in `Snapshot::tree`, up to
+    /// this many cgroups (0: none); a larger tree is not kept at all
+    /// (`Snapshot::tree_kept` false).
+    pub tree_max: usize,
 }
 
 impl ScanOptions {
@@ -58,7 +60,7 @@ impl ScanOptions {
             node_name: None,
             name_cgroups: HashSet::new(),
             walk: WalkMethod::default(),
-            keep_tree: false,
+            tree_max: 0,
         }
     }
 }
@@ -169,8 +171,11 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(opts.name_cgroups.iter().copied())
         .collect();
 
-    let ctx =
-        WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc, keep_tree: opts.keep_tree };
+    // A tree already past its limit is not even begun (the walk would drop
+    // it on the way, after holding it).
+    let over = crate::cgroup::count(root_fd.as_fd()).is_some_and(|n| n > opts.tree_max as u64);
+    let tree_max = if over { 0 } else { opts.tree_max };
+    let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc, tree_max };
     let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
@@ -195,8 +200,15 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
         None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
     };
-    let Found { mut attachments, mut pods, below_pods, processes: processes_by_cgroup, paths: paths_of_interest, tree } =
-        found;
+    let Found {
+        mut attachments,
+        mut pods,
+        below_pods,
+        processes: processes_by_cgroup,
+        paths: paths_of_interest,
+        tree,
+        tree_over,
+    } = found;
     errors.extend(stats.errors.iter().map(ScanError::from));
     // One order whatever the walk: by cgroup, then hook; a hook's programs
     // keep the kernel's order (the stable sort), which is their run order.
@@ -273,6 +285,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         cgroup_paths: paths_of_interest.into_iter().collect(),
         events: Vec::new(),
         errors,
+        tree_kept: tree_max > 0 && !tree_over,
         tree,
     })
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::bpf::AttachFlags;
-use crate::bpf::iter::Walker;
+use crate::bpf::iter::{Step, Walker};
 use crate::bpf::query::{self, Attached, Support};
 use crate::cgroup::walk::{self, Visit};
 
@@ -52,7 +52,14 @@ pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: b
 fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::bpf::iter::IterError> {
     let hooks = &w.kernel().hooks;
     let mut out = Sweep::default();
-    w.walk(root.as_fd(), |c| {
+    w.walk(root.as_fd(), |step| {
+        let c = match step {
+            Step::Cgroup(c) => c,
+            Step::Restart => {
+                out = Sweep::default();
+                return;
+            }
+        };
         out.cgroups += 1;
         let progs: Vec<Attached> = c
             .programs

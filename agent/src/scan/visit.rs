@@ -15,7 +15,7 @@ use nix::sys::stat::Mode;
 
 use super::host;
 use crate::attribution;
-use crate::bpf::iter::{IterCgroup, IterError, Walker};
+use crate::bpf::iter::{IterCgroup, IterError, Step, Walker};
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::bpf::{AttachFlags, AttachType};
@@ -28,8 +28,9 @@ pub struct WalkContext<'a> {
     /// cgroup ids whose paths are recorded (mount tops, event callers).
     pub wanted: &'a HashSet<u64>,
     pub proc: &'a Path,
-    /// Record every cgroup in `Found::tree`.
-    pub keep_tree: bool,
+    /// Record every cgroup in `Found::tree`, up to this many (0: none); a
+    /// tree larger than that is dropped whole (`Found::tree_over`).
+    pub tree_max: usize,
 }
 
 /// A failure reading one cgroup.
@@ -116,6 +117,8 @@ pub struct Found {
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
     pub paths: HashMap<u64, String>,
     pub tree: Vec<TreeEntry>,
+    /// The tree outgrew `WalkContext::tree_max` and was dropped.
+    pub tree_over: bool,
 }
 
 impl Found {
@@ -140,6 +143,22 @@ impl Found {
         if self.tree.is_empty() {
             self.tree = more.tree;
         }
+        self.tree_over |= more.tree_over;
+    }
+
+    /// Keeps one cgroup of the tree, within `max`: past it the whole tree
+    /// goes (its memory with it), and no more is kept.
+    pub fn keep(&mut self, max: usize, entry: TreeEntry) -> bool {
+        if max == 0 || self.tree_over {
+            return false;
+        }
+        if self.tree.len() >= max {
+            self.tree = Vec::new();
+            self.tree_over = true;
+            return false;
+        }
+        self.tree.push(entry);
+        true
     }
 
     /// Records one cgroup: its own attachments; a pod's own cgroup, and
@@ -164,8 +183,10 @@ impl Found {
                 effective: Default::default(),
                 containers: Vec::new(),
             });
-        } else if attribution.pod_uid.is_some() {
-            self.below_pods.push(BelowPod { cgroup: path.to_owned(), cgroup_id: id, populated: access.populated() });
+        } else if attribution.pod_uid.is_some() && access.populated() {
+            // Only where processes are: a pod can make any number of empty
+            // cgroups, which hold no sockets.
+            self.below_pods.push(BelowPod { cgroup: path.to_owned(), cgroup_id: id, populated: true });
         }
         if id != ctx.root_id && attached.iter().any(|a| a.attach_type.is_socket_lb()) {
             self.processes.insert(path.to_owned(), access.processes(ctx.proc));
@@ -222,11 +243,13 @@ pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>) -> 
     // Ids by path, for each cgroup's parent (kept only for the tree).
     let mut ids: HashMap<String, u64> = HashMap::new();
     let stats = walk::walk(root, ctx.root_id, |path, id, fd| {
-        if ctx.keep_tree {
+        if ctx.tree_max > 0 && !found.tree_over {
             ids.insert(path.to_owned(), id);
             if let Some((parent, name)) = path.rsplit_once('/').filter(|_| path != "/") {
                 let parent = if parent.is_empty() { ctx.root_id } else { ids.get(parent).copied().unwrap_or(0) };
-                found.tree.push(TreeEntry { id, parent, name: name.to_owned() });
+                if !found.keep(ctx.tree_max, TreeEntry { id, parent, name: name.to_owned() }) {
+                    ids = HashMap::new();
+                }
             }
         }
         raw.clear();
@@ -259,7 +282,16 @@ pub fn iter_cgroups(
     let mut path = String::new();
     let mut raw = Vec::new();
     let hooks = &walker.kernel().hooks;
-    let iter_stats = walker.walk(root, |c: IterCgroup| {
+    let iter_stats = walker.walk(root, |step| {
+        let c: IterCgroup = match step {
+            Step::Cgroup(c) => c,
+            Step::Restart => {
+                found = Found::default();
+                stats = WalkStats::default();
+                stack.clear();
+                return;
+            }
+        };
         if stack.is_empty() {
             path.clear();
         } else {
@@ -281,8 +313,8 @@ pub fn iter_cgroups(
         stack.push((c.id, path.len()));
         let shown = if path.is_empty() { "/" } else { path.as_str() };
         stats.scanned += 1;
-        if ctx.keep_tree && !path.is_empty() {
-            found.tree.push(TreeEntry { id: c.id, parent: c.parent_id, name: c.name.clone() });
+        if !path.is_empty() {
+            found.keep(ctx.tree_max, TreeEntry { id: c.id, parent: c.parent_id, name: c.name.clone() });
         }
 
         raw.clear();
@@ -377,7 +409,7 @@ mod tests {
     #[test]
     fn a_visit_records_pods_what_is_below_them_processes_and_wanted_paths() {
         let wanted = HashSet::from([42]);
-        let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc"), keep_tree: false };
+        let ctx = WalkContext { root_id: 1, wanted: &wanted, proc: Path::new("/proc"), tree_max: 0 };
         let access = Described { populated: true, procs: vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }] };
         let lb = query::Attached {
             attach_type: AttachType::from_name("connect4").unwrap(),
