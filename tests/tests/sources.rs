@@ -72,5 +72,5 @@ fn a_busy_cgroup_cannot_put_syscall_tracing_behind() {
     if !can_run(&[]) {
         return;
     }
-    sources::a_busy_cgroup_cannot_put_the_daemon_behind("syscalls");
+    sources::a_busy_cgroup_cannot_put_the_daemon_behind("syscalls", 1_000);
 }

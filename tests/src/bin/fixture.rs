@@ -38,6 +38,9 @@
 //! - `fixture crowd <N> <CGROUP>`: a pod with many processes: joins
 //!   CGROUP, forks N children that wait (each dies with it), prints
 //!   `ready`, and waits as `pause`.
+//! - `fixture mkdir-churn <CGROUP> <DIR> <PAIRS>`: a pod's process that
+//!   joins CGROUP, then makes and removes a cgroup below DIR, PAIRS times
+//!   as fast as it can.
 //! - `fixture attach-churn <SECONDS> <PER_SECOND> <CGROUP>`: a pod
 //!   attaching and detaching a connect4 program on CGROUP, PER_SECOND calls
 //!   a second (`BPF_PROG_ATTACH` then `BPF_PROG_DETACH`, paced), then
@@ -133,6 +136,16 @@ fn crowd(n: &str, cgroup: &Path) {
     println!("ready");
     let _ = std::io::stdout().flush();
     pause();
+}
+
+fn mkdir_churn(cgroup: &Path, dir: &Path, pairs: &str) {
+    let pairs: usize = pairs.parse().expect("PAIRS");
+    std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string()).expect("join the cgroup");
+    for i in 0..pairs {
+        let d = dir.join(format!("f{i}"));
+        std::fs::create_dir(&d).expect("mkdir");
+        std::fs::remove_dir(&d).expect("rmdir");
+    }
 }
 
 fn attach_churn(seconds: &str, rate: &str, cgroup: &Path) {
@@ -287,6 +300,11 @@ fn main() {
         && cmd == "crowd"
     {
         return crowd(n, Path::new(cgroup));
+    }
+    if let [_, cmd, cgroup, dir, pairs] = args.as_slice()
+        && cmd == "mkdir-churn"
+    {
+        return mkdir_churn(Path::new(cgroup), Path::new(dir), pairs);
     }
     if let [_, cmd, seconds, rate, cgroup] = args.as_slice()
         && cmd == "attach-churn"
