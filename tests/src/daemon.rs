@@ -73,10 +73,35 @@ impl Daemon {
             .stderr(log.reopen().expect("log file"))
             .spawn()
             .expect("spawn agent run");
-        let d = Daemon { child, addr, log };
-        let up = wait_until(Duration::from_secs(10), || http_get(d.addr, "/healthz").is_some_and(|(s, _)| s == 200));
-        assert!(up, "agent run never answered /healthz:\n{}", d.logs());
+        let mut d = Daemon { child, addr, log };
+        let up = wait_until(Duration::from_secs(10), || {
+            matches!(d.child.try_wait(), Ok(Some(_))) || http_get(d.addr, "/healthz").is_some_and(|(s, _)| s == 200)
+        });
+        assert!(up && matches!(d.child.try_wait(), Ok(None)), "agent run never answered /healthz:\n{}", d.logs());
         d
+    }
+
+    /// Like `start`, for a daemon that may refuse to start (a source this
+    /// kernel lacks): its log then.
+    pub fn try_start(args: &[&str]) -> Result<Daemon, String> {
+        let addr = free_addr();
+        let log = tempfile::NamedTempFile::new().expect("log file");
+        let child = Command::new(agent_bin())
+            .arg("run")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().expect("log file"))
+            .spawn()
+            .expect("spawn agent run");
+        let mut d = Daemon { child, addr, log };
+        let ready = wait_until(Duration::from_secs(10), || {
+            matches!(d.child.try_wait(), Ok(Some(_))) || http_get(d.addr, "/readyz").is_some_and(|(s, _)| s == 200)
+        });
+        if ready && matches!(d.child.try_wait(), Ok(None)) { Ok(d) } else { Err(d.logs()) }
     }
 
     pub fn logs(&self) -> String {

@@ -66,9 +66,10 @@ enum Task {
         args: Vec<String>,
     },
     /// Print performance figures (release builds): agent audit against
-    /// bpftool cgroup tree; the daemon's detection latency, CPU and memory
-    /// idle, under container churn and under a flood of failing bpf() calls.
-    /// Needs root.
+    /// bpftool cgroup tree; what the daemon costs other processes' syscalls
+    /// with each event source this machine allows; the daemon's detection
+    /// latency per source, CPU and memory idle, under container churn and
+    /// under a flood of failing bpf() calls. Needs root.
     Bench {
         /// Fewer samples, smaller trees and a shorter idle window.
         #[arg(long)]
@@ -79,6 +80,9 @@ enum Task {
         /// Only the daemon figures.
         #[arg(long)]
         daemon: bool,
+        /// Only the cost to other processes' syscalls (getppid, dd).
+        #[arg(long)]
+        tax: bool,
     },
     /// Build the shipped binary: fully static (x86_64-unknown-linux-musl),
     /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
@@ -602,8 +606,8 @@ fn main() -> ExitCode {
         Task::Build => build().map(|()| ExitCode::SUCCESS),
         Task::Dist => dist().map(|_| ExitCode::SUCCESS),
         Task::Image => image().map(|_| ExitCode::SUCCESS),
-        Task::Bench { quick, audit, daemon } => {
-            let flags: Vec<&str> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon")]
+        Task::Bench { quick, audit, daemon, tax } => {
+            let flags: Vec<&str> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
                 .into_iter()
                 .filter_map(|(on, f)| on.then_some(f))
                 .collect();

@@ -45,6 +45,9 @@
 //!   attaching and detaching a connect4 program on CGROUP, PER_SECOND calls
 //!   a second (`BPF_PROG_ATTACH` then `BPF_PROG_DETACH`, paced), then
 //!   prints how many calls it made.
+//! - `fixture getppid <N>`: another process on the node: N `getppid()`
+//!   syscalls in a loop, then prints nanoseconds per call (the benchmark's
+//!   measure of what a syscall hook costs everyone else).
 //! - `fixture memlock-64k`: another root process with Debian 11's default
 //!   `RLIMIT_MEMLOCK` (64 KiB) loading a program, as a node's tools do:
 //!   prints `loaded`, or the error and exits 1.
@@ -136,6 +139,19 @@ fn crowd(n: &str, cgroup: &Path) {
     println!("ready");
     let _ = std::io::stdout().flush();
     pause();
+}
+
+fn getppid_loop(n: &str) {
+    let n: u64 = n.parse().expect("N");
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        // SAFETY: getppid takes no arguments and cannot fail; the raw
+        // syscall keeps libc from answering without entering the kernel.
+        unsafe {
+            libc::syscall(libc::SYS_getppid);
+        }
+    }
+    println!("{:.1}", start.elapsed().as_nanos() as f64 / n as f64);
 }
 
 fn mkdir_churn(cgroup: &Path, dir: &Path, pairs: &str) {
@@ -300,6 +316,11 @@ fn main() {
         && cmd == "crowd"
     {
         return crowd(n, Path::new(cgroup));
+    }
+    if let [_, cmd, n] = args.as_slice()
+        && cmd == "getppid"
+    {
+        return getppid_loop(n);
     }
     if let [_, cmd, cgroup, dir, pairs] = args.as_slice()
         && cmd == "mkdir-churn"
