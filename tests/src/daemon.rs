@@ -59,7 +59,21 @@ impl Daemon {
 
     /// Like `start`, with `base` running the agent (e.g. `nsenter ... agent`
     /// on a sandbox node, where it is killed with the node).
-    pub fn start_via(mut base: Command, args: &[&str]) -> Daemon {
+    pub fn start_via(base: Command, args: &[&str]) -> Daemon {
+        let mut d = Self::spawn(base, args);
+        let up = d.wait_until_answers("/healthz");
+        assert!(up, "agent run never answered /healthz:\n{}", d.logs());
+        d
+    }
+
+    /// Like `start`, for a daemon that may refuse to start (a source this
+    /// kernel lacks): ready, or its log.
+    pub fn try_start(args: &[&str]) -> Result<Daemon, String> {
+        let mut d = Self::spawn(Command::new(agent_bin()), args);
+        if d.wait_until_answers("/readyz") { Ok(d) } else { Err(d.logs()) }
+    }
+
+    fn spawn(mut base: Command, args: &[&str]) -> Daemon {
         let addr = free_addr();
         let log = tempfile::NamedTempFile::new().expect("log file");
         let child = base
@@ -73,35 +87,15 @@ impl Daemon {
             .stderr(log.reopen().expect("log file"))
             .spawn()
             .expect("spawn agent run");
-        let mut d = Daemon { child, addr, log };
-        let up = wait_until(Duration::from_secs(10), || {
-            matches!(d.child.try_wait(), Ok(Some(_))) || http_get(d.addr, "/healthz").is_some_and(|(s, _)| s == 200)
-        });
-        assert!(up && matches!(d.child.try_wait(), Ok(None)), "agent run never answered /healthz:\n{}", d.logs());
-        d
+        Daemon { child, addr, log }
     }
 
-    /// Like `start`, for a daemon that may refuse to start (a source this
-    /// kernel lacks): its log then.
-    pub fn try_start(args: &[&str]) -> Result<Daemon, String> {
-        let addr = free_addr();
-        let log = tempfile::NamedTempFile::new().expect("log file");
-        let child = Command::new(agent_bin())
-            .arg("run")
-            .arg("--listen")
-            .arg(addr.to_string())
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log.reopen().expect("log file"))
-            .spawn()
-            .expect("spawn agent run");
-        let mut d = Daemon { child, addr, log };
-        let ready = wait_until(Duration::from_secs(10), || {
-            matches!(d.child.try_wait(), Ok(Some(_))) || http_get(d.addr, "/readyz").is_some_and(|(s, _)| s == 200)
+    /// Whether `path` answers 200 within 10 s, with the daemon still running.
+    fn wait_until_answers(&mut self, path: &str) -> bool {
+        let answered = wait_until(Duration::from_secs(10), || {
+            matches!(self.child.try_wait(), Ok(Some(_))) || http_get(self.addr, path).is_some_and(|(s, _)| s == 200)
         });
-        if ready && matches!(d.child.try_wait(), Ok(None)) { Ok(d) } else { Err(d.logs()) }
+        answered && matches!(self.child.try_wait(), Ok(None))
     }
 
     pub fn logs(&self) -> String {

@@ -23,7 +23,9 @@ fn cilium_pod(ctd: &mut Containerd) -> (Pod, String) {
         &Spec {
             name: "cilium-agent",
             command: Some("/cilium-agent"),
-            args: &["socket-lb-agent", "/run/cilium/cgroupv2"],
+            // Programs that really translate the test Service: the
+            // verdict is checked against the traffic.
+            args: &["socket-lb-agent", "/run/cilium/cgroupv2", "--real-lb"],
             caps: CILIUM_CAPS,
         },
     );
@@ -93,6 +95,13 @@ fn a_cilium_agent_in_a_cri_pod_is_named_by_pod_and_container() {
     let message = without[0]["message"].as_str().unwrap();
     assert!(message.contains("shop/web-0") && message.contains("kube-system/cilium-x7k2p"), "{message}");
     assert!(!message.contains(&web.uid), "named, not by UID: {message}");
+    // And that is what the traffic does: connections to the Service are
+    // translated in the agent's own container only, not in web-0's.
+    let uncovered = lb::uncovered_hooks(&report);
+    let web_ctr = uncovered.keys().find(|c| c.contains(&web.uid)).cloned().expect("web-0's container is listed");
+    let cilium_ctr = below[0]["cgroup"].as_str().unwrap().to_owned();
+    lb::assert_verdict_is_traffic(&ctd.cgroup.path, &report, &[cilium_ctr.as_str(), web_ctr.as_str()]);
+    assert!(lb::probe(&ctd.cgroup.path.join(cilium_ctr.trim_start_matches('/'))).translated());
 
     // runc's device filters: on every container, the runtime's, never a finding.
     let devices: Vec<&Value> =

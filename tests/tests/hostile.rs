@@ -584,3 +584,63 @@ fn two_hundred_thousand_cgroups_cannot_push_the_daemon_over_its_limit() {
     assert_eq!(logs.matches("--max-cgroups").count(), 1, "one line says why:\n{logs}");
     let _ = d.child.kill();
 }
+
+/// A child process killed on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 20, 4: syscall tracing (`--events syscalls`, opt-in) read the
+/// command and attr from the 64-bit argument registers whatever ABI a call
+/// used: a 32-bit `bpf()` (`int $0x80`) was never seen, and ia32 `signalfd`,
+/// whose number is x86_64's `bpf`, with the 64-bit registers set as an
+/// attach would set them, made a forged "connect4 attach" event. The ABI of
+/// each call is decoded now.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn syscall_tracing_decodes_32_bit_calls_as_32_bit_calls() {
+    use std::io::{BufRead, Write};
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("ia32");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let _detach = DetachAll(ctr.clone());
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
+    ready(&d);
+    let mut child = std::process::Command::new(fixture_bin())
+        .arg("ia32-calls")
+        .arg(&ctr)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fixture ia32-calls");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let pid = child.id();
+    let _child = Killed(child);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "forged");
+    let attaches = r#"cgaudit_bpf_attach_events_total{command="prog_attach",attach_type="connect4"}"#;
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(d.metric(attaches), Some(0.0), "an ia32 signalfd() was taken for a bpf() attach:\n{}", d.logs());
+    assert_eq!(d.metric(r#"cgaudit_audits_total{trigger="unplaced"}"#), Some(0.0), "{}", d.logs());
+
+    writeln!(stdin).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let prog: u64 = line.trim().strip_prefix("attached ").and_then(|n| n.parse().ok()).expect("attached <id>");
+    let seen =
+        wait_until(Duration::from_secs(3), || d.metric(attaches) == Some(1.0) && d.metric(MISATTACHED) == Some(1.0));
+    assert!(seen, "a 32-bit bpf() attach was not seen:\n{}", d.get("/metrics").1);
+    let audit: serde_json::Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+    let f = audit["findings"].as_array().unwrap().iter().find(|f| f["prog_id"] == prog).cloned().expect("its finding");
+    assert_eq!(f["attached_by"]["pid"], pid, "{f:#}");
+    writeln!(stdin).unwrap();
+}

@@ -367,8 +367,6 @@ fn dist() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
-/// refuses) inside a private mount namespace with cgroup2 mounted there.
 /// The test `fixture` binary, static: the CRI tests' container image is
 /// that one file.
 fn static_fixture() -> Result<PathBuf> {
@@ -386,6 +384,8 @@ fn static_fixture() -> Result<PathBuf> {
     Ok(workspace_root().join(format!("target/{STATIC_TARGET}/dist/fixture")))
 }
 
+/// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
+/// refuses) inside a private mount namespace with cgroup2 mounted there.
 fn podman(args: &[&str]) -> Command {
     let hybrid = !std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()

@@ -45,6 +45,13 @@
 //!   attaching and detaching a connect4 program on CGROUP, PER_SECOND calls
 //!   a second (`BPF_PROG_ATTACH` then `BPF_PROG_DETACH`, paced), then
 //!   prints how many calls it made.
+//! - `fixture ia32-calls <CGROUP>`: a 64-bit process making 32-bit
+//!   syscalls (`int $0x80`): first ia32 `signalfd`, whose number is
+//!   x86_64's `bpf`, with the 64-bit argument registers set as
+//!   `bpf(BPF_PROG_ATTACH, attr)` of a connect4 program on CGROUP would set
+//!   them (a forgery); prints `forged`, waits for a line on stdin; then a
+//!   real ia32 `bpf(BPF_PROG_ATTACH)` of that program on CGROUP; prints
+//!   `attached <prog id>`, waits for a line, detaches it and exits.
 //! - `fixture getppid <N>`: another process on the node: N `getppid()`
 //!   syscalls in a loop, then prints nanoseconds per call (the benchmark's
 //!   measure of what a syscall hook costs everyone else).
@@ -139,6 +146,85 @@ fn crowd(n: &str, cgroup: &Path) {
     println!("ready");
     let _ = std::io::stdout().flush();
     pause();
+}
+
+/// An ia32 syscall from 64-bit code: `nr` and its first three arguments
+/// (ebx, ecx, edx), with rdi and rsi set as given (a 64-bit call's first
+/// two). The kernel zeroes r8-r11 on this path.
+#[cfg(target_arch = "x86_64")]
+fn int80(nr: u32, args: [u32; 3], rdi: u64, rsi: u64) -> i32 {
+    let ret: u32;
+    // SAFETY: `int $0x80` enters the kernel's ia32 syscall path; rbx (the
+    // first argument, reserved by LLVM) is swapped in and back out; every
+    // register the kernel writes is declared.
+    unsafe {
+        std::arch::asm!(
+            "xchg {b:r}, rbx",
+            "int 0x80",
+            "xchg {b:r}, rbx",
+            b = inout(reg) u64::from(args[0]) => _,
+            inout("eax") nr => ret,
+            in("ecx") args[1],
+            in("edx") args[2],
+            in("rdi") rdi,
+            in("rsi") rsi,
+            out("r8") _,
+            out("r9") _,
+            out("r10") _,
+            out("r11") _,
+        );
+    }
+    ret as i32
+}
+
+#[cfg(target_arch = "x86_64")]
+fn ia32_calls(cgroup: &Path) {
+    use std::os::fd::{AsFd, AsRawFd};
+    const BPF_PROG_ATTACH: u32 = 8;
+    const IA32_SIGNALFD: u32 = 321; // x86_64's bpf
+    const IA32_BPF: u32 = 357;
+    let prog = integration_tests::Prog::load("cil_sock4_connect", "connect4");
+    let dir = integration_tests::open_dir(cgroup);
+    // Memory below 4 GiB, which 32-bit pointers reach.
+    // SAFETY: a fresh anonymous private mapping, used only through `low`.
+    let low = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(low, libc::MAP_FAILED, "mmap MAP_32BIT");
+    let words = low.cast::<u32>();
+    // bpf_attr for BPF_PROG_ATTACH: target_fd, attach_bpf_fd, attach_type,
+    // attach_flags (the rest zero); a signal mask 256 bytes on.
+    let fields = [
+        dir.as_raw_fd() as u32,
+        prog.fd.as_fd().as_raw_fd() as u32,
+        prog.hook.kernel_value(),
+        integration_tests::ALLOW_MULTI,
+    ];
+    for (i, v) in fields.iter().enumerate() {
+        // SAFETY: within the mapping's 4096 bytes.
+        unsafe { words.add(i).write(*v) };
+    }
+    let attr = low as u64;
+    let mask = attr + 256;
+    let mut line = String::new();
+    let forged = int80(IA32_SIGNALFD, [u32::MAX, mask as u32, 8], u64::from(BPF_PROG_ATTACH), attr);
+    assert!(forged >= 0, "ia32 signalfd: {forged}");
+    println!("forged");
+    let _ = std::io::stdout().flush();
+    std::io::stdin().read_line(&mut line).expect("stdin");
+    let attached = int80(IA32_BPF, [BPF_PROG_ATTACH, attr as u32, 16], 0, 0);
+    assert_eq!(attached, 0, "ia32 bpf(BPF_PROG_ATTACH)");
+    println!("attached {}", prog.id);
+    let _ = std::io::stdout().flush();
+    std::io::stdin().read_line(&mut line).expect("stdin");
+    agent::bpf::sys::prog_detach(dir.as_fd(), prog.fd.as_fd(), prog.hook.kernel_value()).expect("detach");
 }
 
 fn getppid_loop(n: &str) {
@@ -316,6 +402,12 @@ fn main() {
         && cmd == "crowd"
     {
         return crowd(n, Path::new(cgroup));
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let [_, cmd, cgroup] = args.as_slice()
+        && cmd == "ia32-calls"
+    {
+        return ia32_calls(Path::new(cgroup));
     }
     if let [_, cmd, n] = args.as_slice()
         && cmd == "getppid"
