@@ -36,6 +36,10 @@ pub struct KernelLayout {
     /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
     pub prog_aux: u32,
     pub aux_id: u32,
+    /// Not a layout: 1 for a sweep, which needs only the cgroups holding
+    /// programs (their records carry no name; the others are only counted
+    /// in `STATUS_VISITED`).
+    pub sweep: u32,
 }
 
 /// Upper bound of attach types the program walks (the kernel has 38).
@@ -87,7 +91,9 @@ pub struct HookRecord {
 pub const STATUS_DROPPED: u32 = 0;
 /// ... and kernel reads that failed (the agent falls back to the syscall walk).
 pub const STATUS_FAILED: u32 = 1;
-pub const STATUS_SLOTS: u32 = 2;
+/// ... and cgroups visited.
+pub const STATUS_VISITED: u32 = 2;
+pub const STATUS_SLOTS: u32 = 3;
 
 #[cfg(feature = "user")]
 mod user {

@@ -5,7 +5,9 @@
 //! `HookRecord` per program in its own `bpf.progs[]` lists, which is
 //! exactly what `BPF_PROG_QUERY` would return for it. (What is in effect
 //! for a cgroup follows from its own programs and its ancestors', by the
-//! kernel's rule: the agent works it out.)
+//! kernel's rule: the agent works it out.) A sweep (`KernelLayout::sweep`)
+//! writes records only for cgroups holding programs, without names, and
+//! counts the rest in `STATUS_VISITED`.
 //!
 //! The records go to a ring buffer, not the iterator's seq_file: a cgroup
 //! iterator cannot be resumed after its first read (the kernel drops
@@ -49,6 +51,7 @@ static LAYOUT: KernelLayout = KernelLayout {
     link_prog: 0,
     prog_aux: 0,
     aux_id: 0,
+    sweep: 0,
 };
 
 /// Sized by the agent for the tree at load time.
@@ -181,6 +184,28 @@ fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
 }
 
 fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
+    bump(STATUS_VISITED);
+    let hooks = HOOKS.get_ptr_mut(0)?;
+    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
+    let hooks = unsafe { &mut *hooks };
+    let (head_words, flag_words) = hooks.split_at_mut(MAX_ATYPES);
+    // Exactly the two arrays, at the sizes the kernel's BTF gives them (the
+    // agent refused to load if they exceed these buffers).
+    let heads = as_bytes(head_words).get_mut(..l.progs_bytes as usize)?;
+    // SAFETY: the read covers `bpf.progs` of this `struct cgroup`, as sized
+    // by BTF, and lands in our buffer.
+    unsafe { bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, heads).ok()? };
+    // Most cgroups hold no program at all. One OR over the heads,
+    // straight-line code the verifier checks once (a loop that stops at the
+    // first non-empty head it would check once per iteration).
+    let head_words: &[u64; MAX_ATYPES] = (&*head_words).try_into().ok()?;
+    let any = head_words.iter().fold(0, |any, &head| any | head) != 0;
+    // A sweep wants only the cgroups with programs, and no names.
+    let sweep = l.sweep != 0;
+    if sweep && !any {
+        return Some(());
+    }
+
     let record = SCRATCH.get_ptr_mut(0)?;
     // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
     let record = unsafe { &mut *record };
@@ -189,10 +214,14 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     record.id = read_u64(kn + l.kn_id as u64)?;
     let parent = read_u64(kn + l.kn_parent as u64)?;
     record.parent_id = if parent == 0 { 0 } else { read_u64(parent + l.kn_id as u64)? };
-    let name = read_u64(kn + l.kn_name as u64)?;
-    // SAFETY: a kernel string, read with a bounded helper into our buffer.
-    let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.name) }.ok()?.len();
-    let len = len.min(NAME_SIZE - 1);
+    let len = if sweep {
+        0
+    } else {
+        let name = read_u64(kn + l.kn_name as u64)?;
+        // SAFETY: a kernel string, read with a bounded helper into our buffer.
+        let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.name) }.ok()?.len();
+        len.min(NAME_SIZE - 1)
+    };
     record.name_len = len as u32;
     record.populated = u32::from(read_u32(cgroup + l.cgroup_populated as u64)? != 0);
     record._pad = 0;
@@ -205,23 +234,7 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
         bump(STATUS_DROPPED);
         return Some(());
     }
-
-    let hooks = HOOKS.get_ptr_mut(0)?;
-    // SAFETY: this CPU's slot of a per-CPU map, used by this program only.
-    let hooks = unsafe { &mut *hooks };
-    let (head_words, flag_words) = hooks.split_at_mut(MAX_ATYPES);
-    // Exactly the two arrays, at the sizes the kernel's BTF gives them (the
-    // agent refused to load if they exceed these buffers).
-    let heads = as_bytes(head_words).get_mut(..l.progs_bytes as usize)?;
-    // SAFETY: the read covers `bpf.progs` of this `struct cgroup`, as sized
-    // by BTF, and lands in our buffer.
-    unsafe { bpf_probe_read_kernel_buf((cgroup + l.cgroup_progs as u64) as *const u8, heads).ok()? };
-    // Most cgroups hold no program at all: skip the rest when every head
-    // is empty. One OR over the heads, straight-line code the verifier
-    // checks once (a loop that stops at the first non-empty head it would
-    // check once per iteration).
-    let head_words: &[u64; MAX_ATYPES] = (&*head_words).try_into().ok()?;
-    if head_words.iter().fold(0, |any, &head| any | head) == 0 {
+    if !any {
         return Some(());
     }
     let flags = as_bytes(flag_words).get_mut(..l.flags_bytes as usize)?;

@@ -147,6 +147,7 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
         link_prog: off("bpf_link", "prog")?,
         prog_aux: off("bpf_prog", "aux")?,
         aux_id: off("bpf_prog_aux", "id")?,
+        sweep: 0,
     };
     if !matches!(layout.flags_size, 1 | 4) {
         return Err(BtfError::Missing(format!("u8 or u32 cgroup_bpf.flags (kernel has {} bytes)", layout.flags_size)));
@@ -180,6 +181,8 @@ pub struct IterCgroup {
 pub struct IterStats {
     /// Passes run (a pass whose buffer overflowed is run again, larger).
     pub passes: u32,
+    /// Cgroups the last pass visited.
+    pub visited: u64,
 }
 
 /// Decodes a `CgroupRecord` (field by field, no unsafe).
@@ -273,6 +276,14 @@ impl Walker {
     pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(Step)) -> Result<IterStats, IterError> {
         walk(&self.kernel.layout, self.target, root, visit)
     }
+
+    /// Like `walk`, for a sweep of the attachments: only the cgroups that
+    /// hold programs are visited, without their names (an empty `name`);
+    /// `IterStats::visited` counts them all.
+    pub fn sweep(&self, root: BorrowedFd<'_>, visit: impl FnMut(Step)) -> Result<IterStats, IterError> {
+        let layout = KernelLayout { sweep: 1, ..self.kernel.layout };
+        walk(&layout, self.target, root, visit)
+    }
 }
 
 /// What a walk hands its visitor.
@@ -321,6 +332,7 @@ fn walk(
         let status: Array<MapData, u64> = typed(loaded.take_map("STATUS").map(Map::Array), "STATUS")?;
         let slot = |i| status.get(&i, 0).unwrap_or(0);
         let (dropped, failed) = (slot(STATUS_DROPPED), slot(STATUS_FAILED));
+        stats.visited = slot(STATUS_VISITED);
         if failed > 0 {
             return Err(IterError::KernelRead(failed));
         }

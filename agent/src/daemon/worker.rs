@@ -76,6 +76,11 @@ const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
 /// Messages handled before the picture's findings are judged again: a burst
 /// is folded into one judgement.
 const BATCH: usize = 256;
+/// Judgements asked for by events are at least this far apart: judging
+/// costs the size of the tree (every pod's coverage), and a node where
+/// containers start all the time would otherwise judge on every start. The
+/// first change after a quiet spell is judged at once.
+const JUDGE_GAP: Duration = Duration::from_millis(200);
 
 /// What the worker is asked, ahead of any event.
 pub enum Msg {
@@ -214,6 +219,10 @@ pub struct Worker {
     namer: Namer,
     /// `Shared::events_lost` when last looked at.
     lost_seen: u64,
+    /// When the findings were last judged, and a judgement waiting for
+    /// JUDGE_GAP to pass.
+    judged: Instant,
+    judge_due: Option<Instant>,
     /// Cgroups to read again at the end of the batch, by id: events whose
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
@@ -248,6 +257,8 @@ impl Worker {
             remediated: HashMap::new(),
             namer,
             lost_seen: 0,
+            judged: Instant::now(),
+            judge_due: None,
             pending_rereads: HashMap::new(),
         }
     }
@@ -270,10 +281,11 @@ impl Worker {
             if self.reading.as_ref().is_some_and(|r| r.due() <= now) && self.read_what_is_due(now) {
                 self.judge();
             }
-            if self.agents_due.is_some_and(|at| at <= now) {
+            if self.agents_due.is_some_and(|at| at <= now) || self.judge_due.is_some_and(|at| at <= now) {
                 self.judge();
             }
             let due = self.asked.map_or(self.next_interval, |(at, _)| at.min(self.next_interval));
+            let due = self.judge_due.map_or(due, |at| due.min(at));
             let due = if link_sweep { due.min(self.next_sweep) } else { due };
             let due = self.reading.as_ref().map_or(due, |r| due.min(r.due()));
             let due = self.agents_due.map_or(due, |at| due.min(at));
@@ -316,8 +328,18 @@ impl Worker {
             }
             judge |= self.reread_pending();
             if judge {
-                self.judge();
+                self.judge_soon();
             }
+        }
+    }
+
+    /// Judges now, or once JUDGE_GAP has passed since the last judgement.
+    fn judge_soon(&mut self) {
+        let at = self.judged + JUDGE_GAP;
+        if Instant::now() >= at {
+            self.judge();
+        } else {
+            self.judge_due = Some(at);
         }
     }
 
@@ -328,7 +350,7 @@ impl Worker {
             Msg::Wake => self.look_at_losses(),
             Msg::Render(reply) => {
                 // The picture as of every event applied so far.
-                if self.reread_pending() {
+                if self.reread_pending() || self.judge_due.is_some() {
                     self.judge();
                 }
                 let _ = reply.send(self.render());
@@ -658,6 +680,8 @@ impl Worker {
 
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
+        self.judged = Instant::now();
+        self.judge_due = None;
         let Some(picture) = self.picture.as_mut() else { return };
         // The CNI agents and mounts as they are now, read at most every NODE_STATE_EVERY:
         // a judgement that comes sooner is made again once they are read.

@@ -52,7 +52,7 @@ pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: b
 fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::bpf::iter::IterError> {
     let hooks = &w.kernel().hooks;
     let mut out = Sweep::default();
-    w.walk(root.as_fd(), |step| {
+    let stats = w.sweep(root.as_fd(), |step| {
         let c = match step {
             Step::Cgroup(c) => c,
             Step::Restart => {
@@ -60,7 +60,6 @@ fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::bpf::iter:
                 return;
             }
         };
-        out.cgroups += 1;
         let progs: Vec<Attached> = c
             .programs
             .iter()
@@ -73,5 +72,6 @@ fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::bpf::iter:
             out.attached.insert(c.id, progs);
         }
     })?;
+    out.cgroups = stats.visited;
     Ok(out)
 }
