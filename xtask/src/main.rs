@@ -450,6 +450,7 @@ fn bench(flags: &[&str]) -> Result<()> {
         }
     }
     build()?;
+    clear_dead_runs()?;
     run(cargo().args(["build", "--release", "--package", "integration-tests", "--bin", "bench", "--bin", "fixture"]))?;
     let root = workspace_root();
     let mut cmd = Command::new(root.join("target/release/bench"));
@@ -458,22 +459,78 @@ fn bench(flags: &[&str]) -> Result<()> {
     run(&mut cmd)
 }
 
+/// The cgroup2 mounts of this mount namespace: (mount point, root of the
+/// mount within its hierarchy).
+fn cgroup2_mounts() -> Result<Vec<(PathBuf, String)>> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("read /proc/self/mountinfo")?;
+    Ok(mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (fields, tail) = line.split_once(" - ")?;
+            if !tail.starts_with("cgroup2 ") {
+                return None;
+            }
+            let mut f = fields.split(' ');
+            let root = f.nth(3)?;
+            Some((PathBuf::from(f.next()?), root.to_owned()))
+        })
+        .collect())
+}
+
+/// The process that made a test cgroup, from its name
+/// (`cgaudit-test-<tag>-<pid>-<n>`, see `tests/src/lib.rs`).
+fn test_cgroup_creator(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("cgaudit-test-")?;
+    let mut parts = rest.rsplitn(3, '-');
+    let _n: u64 = parts.next()?.parse().ok()?;
+    let pid = parts.next()?.parse().ok()?;
+    parts.next()?;
+    Some(pid)
+}
+
+/// Removes the test cgroups of earlier runs that were killed before their
+/// guards ran (SIGKILL, a machine restart during a benchmark): a cgroup
+/// whose creator is gone is removed, deepest first, with the programs on it.
+/// Left there, their programs would be counted by every whole-node test.
+fn clear_dead_runs() -> Result<()> {
+    fn remove_tree(dir: &Path) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                remove_tree(&e.path())?;
+            }
+        }
+        std::fs::remove_dir(dir)
+    }
+    for (mount_point, _) in cgroup2_mounts()? {
+        let Ok(entries) = std::fs::read_dir(&mount_point) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = test_cgroup_creator(&name) else { continue };
+            if Path::new("/proc").join(pid.to_string()).exists() {
+                continue;
+            }
+            let path = e.path();
+            match remove_tree(&path) {
+                Ok(()) => eprintln!("xtask: removed {} (left by run {pid}, which is gone)", path.display()),
+                Err(err) => eprintln!("xtask: warning: cannot remove {} left by run {pid}: {err}", path.display()),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the integration tests may leave on the host by mistake: their
 /// cgroups (`cgaudit-test-*` under every cgroup2 mount), programs on the
 /// real root cgroup (as `bpftool cgroup show` lists them) and processes
 /// started with a test directory on their command line.
 fn host_traces() -> Result<Vec<String>> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("read /proc/self/mountinfo")?;
     let mut traces = Vec::new();
-    for line in mountinfo.lines() {
-        let (fields, tail) = line.split_once(" - ").unwrap_or((line, ""));
-        if !tail.starts_with("cgroup2 ") {
-            continue;
-        }
-        let Some(mount_point) = fields.split(' ').nth(4) else { continue };
+    for (mount_point, root) in cgroup2_mounts()? {
+        let mount_point = mount_point.as_path();
         // A cgroup2 mount a test made and left (a stand-in CNI's).
-        if fields.split(' ').nth(3).is_some_and(|root| root.contains("/cgaudit-test-")) {
-            traces.push(format!("cgroup2 mount {mount_point}"));
+        if root.contains("/cgaudit-test-") {
+            traces.push(format!("cgroup2 mount {}", mount_point.display()));
         }
         let Ok(entries) = std::fs::read_dir(mount_point) else { continue };
         for e in entries.flatten() {
@@ -483,7 +540,7 @@ fn host_traces() -> Result<Vec<String>> {
         }
         // The hierarchy's root is the mount whose top is inode 1.
         if std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(mount_point)?) == 1 && on_path("bpftool") {
-            let shown = output(Command::new("bpftool").args(["cgroup", "show", mount_point]))?;
+            let shown = output(Command::new("bpftool").arg("cgroup").arg("show").arg(mount_point))?;
             traces.extend(shown.lines().skip(1).map(|l| format!("root program {}", l.trim())));
         }
     }
@@ -555,6 +612,7 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
     setup()?;
     python_tools()?;
     ebpf_toolchain()?;
+    clear_dead_runs()?;
     let before = host_traces()?;
     let mut tally = Tally::default();
     let host = if selected.contains(&"host") { Some(host_suite(args, &mut tally)) } else { None };
@@ -626,7 +684,16 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::Tally;
+    use super::{Tally, test_cgroup_creator};
+
+    #[test]
+    fn a_test_cgroup_names_the_run_that_made_it() {
+        assert_eq!(test_cgroup_creator("cgaudit-test-bench-audit-475-5"), Some(475));
+        assert_eq!(test_cgroup_creator("cgaudit-test-node-12-0"), Some(12));
+        assert_eq!(test_cgroup_creator("cgaudit-test-classid"), None);
+        assert_eq!(test_cgroup_creator("cgaudit-test-12-0"), None);
+        assert_eq!(test_cgroup_creator("kubepods-475-5"), None);
+    }
 
     #[test]
     fn tally_sums_every_result_line() {
