@@ -44,38 +44,48 @@ pub struct UncoveredContainer {
     pub hooks: Vec<AttachType>,
 }
 
-/// The hooks of `hooks` on which no program of `owner` is in `effective`.
-fn lacking(
-    snap: &Snapshot,
-    policy: &Policy,
-    owner: Owner,
-    hooks: &[AttachType],
-    effective: &Effective,
-) -> Vec<AttachType> {
-    hooks
-        .iter()
-        .copied()
-        .filter(|t| {
-            !effective.get(t).is_some_and(|ids| ids.iter().any(|&id| owner_of(snap, id, Some(*t), policy) == owner))
-        })
-        .collect()
+/// The programs of one owner on each hook judged: classified once per
+/// judgement from the node's programs (tens), not once per container
+/// (thousands, each judged again on every change in the daemon).
+struct Owned(Vec<(AttachType, Vec<u32>)>);
+
+impl Owned {
+    fn new(snap: &Snapshot, policy: &Policy, owner: Owner, hooks: &[AttachType]) -> Owned {
+        Owned(
+            hooks
+                .iter()
+                .map(|&t| {
+                    let ids = snap
+                        .programs
+                        .keys()
+                        .copied()
+                        .filter(|&id| owner_of(snap, id, Some(t), policy) == owner)
+                        .collect();
+                    (t, ids)
+                })
+                .collect(),
+        )
+    }
+
+    /// The hooks on which none of the owner's programs is in `effective`.
+    fn lacking(&self, effective: &Effective) -> Vec<AttachType> {
+        self.0
+            .iter()
+            .filter(|(t, owned)| !effective.get(t).is_some_and(|ids| ids.iter().any(|id| owned.contains(id))))
+            .map(|(t, _)| *t)
+            .collect()
+    }
 }
 
-/// How one pod fares under `owner`'s socket LB; `None` when every place
+/// How one pod fares under an owner's socket LB; `None` when every place
 /// its processes are has the CNI's programs in effect.
-fn uncovered(
-    snap: &Snapshot,
-    policy: &Policy,
-    owner: Owner,
-    hooks: &[AttachType],
-    pod: &PodCgroup,
-) -> Option<UncoveredPod> {
-    let at_pod = lacking(snap, policy, owner, hooks, &pod.effective);
+fn uncovered(snap: &Snapshot, owned: &Owned, pod: &PodCgroup) -> Option<UncoveredPod> {
+    let at_pod = owned.lacking(&pod.effective);
     let containers: Vec<UncoveredContainer> = pod
         .containers
         .iter()
         .filter_map(|c| {
-            let missing = lacking(snap, policy, owner, hooks, &c.effective);
+            let missing = owned.lacking(&c.effective);
             if missing.is_empty() {
                 return None;
             }
@@ -133,11 +143,9 @@ pub(super) fn pods_without(
         if judged.is_empty() {
             continue;
         }
-        let pods: Vec<(usize, UncoveredPod)> = snap
-            .pods
-            .iter()
-            .filter_map(|p| Some((p.containers.len(), uncovered(snap, policy, *owner, &judged, p)?)))
-            .collect();
+        let owned = Owned::new(snap, policy, *owner, &judged);
+        let pods: Vec<(usize, UncoveredPod)> =
+            snap.pods.iter().filter_map(|p| Some((p.containers.len(), uncovered(snap, &owned, p)?))).collect();
         if pods.is_empty() {
             continue;
         }
