@@ -76,11 +76,15 @@ const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
 /// Messages handled before the picture's findings are judged again: a burst
 /// is folded into one judgement.
 const BATCH: usize = 256;
-/// Judgements asked for by events are at least this far apart: judging
-/// costs the size of the tree (every pod's coverage), and a node where
-/// containers start all the time would otherwise judge on every start. The
-/// first change after a quiet spell is judged at once.
-const JUDGE_GAP: Duration = Duration::from_millis(200);
+/// Judgements asked for by events are spaced so that judging takes at most
+/// 1/JUDGE_SHARE of a core: judging costs the size of the tree (every pod's
+/// coverage), and a node where containers start all the time would
+/// otherwise judge on every start. The gap is JUDGE_SHARE times what the
+/// last judgement took (microseconds on a small node, so a change is judged
+/// at once), never more than JUDGE_GAP_MAX; the first change after a quiet
+/// spell is judged at once.
+const JUDGE_SHARE: u32 = 50;
+const JUDGE_GAP_MAX: Duration = Duration::from_millis(200);
 
 /// What the worker is asked, ahead of any event.
 pub enum Msg {
@@ -219,9 +223,10 @@ pub struct Worker {
     namer: Namer,
     /// `Shared::events_lost` when last looked at.
     lost_seen: u64,
-    /// When the findings were last judged, and a judgement waiting for
-    /// JUDGE_GAP to pass.
+    /// When the findings were last judged, what that took, and a
+    /// judgement waiting for the gap to pass.
     judged: Instant,
+    judge_cost: Duration,
     judge_due: Option<Instant>,
     /// Cgroups to read again at the end of the batch, by id: events whose
     /// cgroup came from the kernel's own objects need no check of their
@@ -258,6 +263,7 @@ impl Worker {
             namer,
             lost_seen: 0,
             judged: Instant::now(),
+            judge_cost: Duration::ZERO,
             judge_due: None,
             pending_rereads: HashMap::new(),
         }
@@ -333,9 +339,9 @@ impl Worker {
         }
     }
 
-    /// Judges now, or once JUDGE_GAP has passed since the last judgement.
+    /// Judges now, or once the gap has passed since the last judgement.
     fn judge_soon(&mut self) {
-        let at = self.judged + JUDGE_GAP;
+        let at = self.judged + (self.judge_cost * JUDGE_SHARE).min(JUDGE_GAP_MAX);
         if Instant::now() >= at {
             self.judge();
         } else {
@@ -680,7 +686,13 @@ impl Worker {
 
     /// Judges the picture again and publishes the findings.
     fn judge(&mut self) {
+        let started = Instant::now();
+        self.evaluate_and_publish();
         self.judged = Instant::now();
+        self.judge_cost = self.judged - started;
+    }
+
+    fn evaluate_and_publish(&mut self) {
         self.judge_due = None;
         let Some(picture) = self.picture.as_mut() else { return };
         // The CNI agents and mounts as they are now, read at most every NODE_STATE_EVERY:
