@@ -126,16 +126,12 @@ impl Found {
     /// (the cgroups are the same).
     pub fn merge(&mut self, more: Found) {
         self.attachments.extend(more.attachments);
-        for pod in more.pods {
-            if !self.pods.iter().any(|p| p.cgroup == pod.cgroup) {
-                self.pods.push(pod);
-            }
-        }
-        for b in more.below_pods {
-            if !self.below_pods.iter().any(|o| o.cgroup_id == b.cgroup_id) {
-                self.below_pods.push(b);
-            }
-        }
+        // By set, not by scanning the list per cgroup: both walks list
+        // every pod of the node.
+        let pods: HashSet<String> = self.pods.iter().map(|p| p.cgroup.clone()).collect();
+        self.pods.extend(more.pods.into_iter().filter(|p| !pods.contains(&p.cgroup)));
+        let below: HashSet<u64> = self.below_pods.iter().map(|b| b.cgroup_id).collect();
+        self.below_pods.extend(more.below_pods.into_iter().filter(|b| !below.contains(&b.cgroup_id)));
         for (cgroup, procs) in more.processes {
             self.processes.entry(cgroup).or_insert(procs);
         }
