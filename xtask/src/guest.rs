@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::kernels::Fetched;
-use crate::{STATIC_TARGET, Tally, cargo, run, workspace_root};
+use crate::{Tally, run, static_cargo, static_dir, workspace_root};
 
 /// The guests' boot profiles: which cgroup hierarchies init mounts, and
 /// which guest tests (the module of that name) run.
@@ -45,29 +45,12 @@ pub struct GuestBinaries {
 /// Builds the init and the guest test binary (static, like the agent and
 /// the fixture `dist` already built).
 pub fn build(agent: PathBuf) -> Result<GuestBinaries> {
-    run(cargo().args([
-        "build",
-        "--profile",
-        "dist",
-        "--target",
-        STATIC_TARGET,
-        "--package",
-        "integration-tests",
-        "--bin",
-        "fixture",
-        "--bin",
-        "guest-init",
-    ]))?;
-    let bin = workspace_root().join(format!("target/{STATIC_TARGET}/dist"));
+    run(static_cargo("build").args(["--package", "integration-tests", "--bin", "fixture", "--bin", "guest-init"]))?;
+    let bin = static_dir();
     // The test binary's file name carries a hash: cargo names it.
-    let built = cargo()
+    let built = static_cargo("test")
         .args([
-            "test",
             "--no-run",
-            "--profile",
-            "dist",
-            "--target",
-            STATIC_TARGET,
             "--package",
             "integration-tests",
             "--test",

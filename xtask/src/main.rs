@@ -353,6 +353,19 @@ pub(crate) fn cargo() -> Command {
     c
 }
 
+/// `cargo <subcommand>` for what ships and what runs in the guests: the
+/// static `dist` build.
+pub(crate) fn static_cargo(subcommand: &str) -> Command {
+    let mut c = cargo();
+    c.args([subcommand, "--profile", "dist", "--target", STATIC_TARGET]);
+    c
+}
+
+/// Where `static_cargo` puts its binaries.
+pub(crate) fn static_dir() -> PathBuf {
+    workspace_root().join(format!("target/{STATIC_TARGET}/dist"))
+}
+
 fn dist() -> Result<PathBuf> {
     ebpf_toolchain()?;
     let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
@@ -360,8 +373,8 @@ fn dist() -> Result<PathBuf> {
         eprintln!("xtask: installing the {STATIC_TARGET} target");
         run(Command::new("rustup").args(["target", "add", STATIC_TARGET]))?;
     }
-    run(cargo().args(["build", "--profile", "dist", "--target", STATIC_TARGET, "--package", "agent"]))?;
-    let bin = workspace_root().join(format!("target/{STATIC_TARGET}/dist/agent"));
+    run(static_cargo("build").args(["--package", "agent"]))?;
+    let bin = static_dir().join("agent");
     let size = std::fs::metadata(&bin)?.len();
     eprintln!("xtask: static binary {} ({:.1} MiB)", bin.display(), size as f64 / 1048576.0);
     Ok(bin)
@@ -370,18 +383,8 @@ fn dist() -> Result<PathBuf> {
 /// The test `fixture` binary, static: the CRI tests' container image is
 /// that one file.
 fn static_fixture() -> Result<PathBuf> {
-    run(cargo().args([
-        "build",
-        "--profile",
-        "dist",
-        "--target",
-        STATIC_TARGET,
-        "--package",
-        "integration-tests",
-        "--bin",
-        "fixture",
-    ]))?;
-    Ok(workspace_root().join(format!("target/{STATIC_TARGET}/dist/fixture")))
+    run(static_cargo("build").args(["--package", "integration-tests", "--bin", "fixture"]))?;
+    Ok(static_dir().join("fixture"))
 }
 
 /// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
