@@ -6,8 +6,8 @@
 //! node has few findings. Series known in advance are exported as 0.
 
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use strum::IntoEnumIterator;
@@ -72,6 +72,33 @@ pub struct Metrics {
     hook_programs_max: IntGaugeVec,
     objects_skipped: IntCounterVec,
     degraded: IntGaugeVec,
+    busy: CounterVec,
+}
+
+/// What the daemon's worker spends its time on (the `work` label of
+/// `cgaudit_worker_busy_seconds_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
+pub enum Work {
+    /// A full pass over the tree (startup, --interval, lost events, a tree
+    /// that differs).
+    FullPass,
+    /// Judging the picture: the findings, the CNI agents and mounts.
+    Judge,
+    /// The reading fallback's sweep of every cgroup's own programs, and the
+    /// cgroups it reads again.
+    Sweep,
+    /// Cgroups read again after an event, and new cgroups a moment after
+    /// they appear.
+    Reread,
+    /// Kernel events applied to the picture.
+    Event,
+}
+
+impl Work {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -199,6 +226,17 @@ impl Metrics {
                 "1 while the daemon works in a reduced mode, by reason (cgroup_count: more cgroups than --max-cgroups, so no tree is kept and changes are found by full passes).",
                 &["reason"],
             ),
+            busy: register(
+                &r,
+                CounterVec::new(
+                    Opts::new(
+                        "worker_busy_seconds_total",
+                        "Wall time the daemon's worker spent, by work (full_pass, judge, sweep, reread, event); rate() of the sum is nearly all of the daemon's CPU.",
+                    ),
+                    &["work"],
+                )
+                .expect("valid metric"),
+            ),
             remediations: counter_vec(
                 "remediations_total",
                 "Remediations planned or made by the daemon (--remediate), by action and result.",
@@ -223,6 +261,9 @@ impl Metrics {
             } else {
                 m.attach_events.with_label_values(&[cmd.as_str(), "none"]);
             }
+        }
+        for w in Work::iter() {
+            m.busy.with_label_values(&[w.as_str()]);
         }
         m.objects_skipped.with_label_values(&["link"]);
         m.degraded.with_label_values(&["cgroup_count"]).set(0);
@@ -266,6 +307,10 @@ impl Metrics {
 
     pub fn objects_skipped(&self, kind: &str, n: u64) {
         self.objects_skipped.with_label_values(&[kind]).inc_by(n);
+    }
+
+    pub fn busy(&self, work: Work, took: std::time::Duration) {
+        self.busy.with_label_values(&[work.as_str()]).inc_by(took.as_secs_f64());
     }
 
     pub fn attachment_sweep(&self) {

@@ -33,7 +33,7 @@ use crate::bpf::query::Support;
 use crate::cgroup::root;
 use crate::cli::Remediate;
 use crate::findings::{self, Finding, Kind, Policy, Severity};
-use crate::metrics::{Metrics, Trigger};
+use crate::metrics::{Metrics, Trigger, Work};
 use crate::remount::{Outcome, Target};
 use crate::report::{Report, Status, Verdict};
 use crate::scan::names::Namer;
@@ -303,7 +303,9 @@ impl Worker {
                     Some((at, t)) if at <= now => t,
                     _ => Trigger::Interval,
                 };
+                let started = Instant::now();
                 self.full_pass(trigger);
+                self.shared.metrics.busy(Work::FullPass, started.elapsed());
                 continue;
             }
             let mut judge = false;
@@ -392,6 +394,7 @@ impl Worker {
 
     /// Applies one event; true when the findings may have changed.
     fn on_event(&mut self, mut e: Event) -> bool {
+        let started = Instant::now();
         tracing::debug!(event = ?e.change, pid = e.pid, comm = %e.comm, "kernel event");
         if let Some(cmd) = e.change.command() {
             self.shared.metrics.attach_event(cmd, e.change.attach_type());
@@ -412,6 +415,7 @@ impl Worker {
             recorded.cgroup = path(&self.picture, recorded.event.change.cgroup_id());
         }
         self.history.record(recorded);
+        self.shared.metrics.busy(Work::Event, started.elapsed());
         judge
     }
 
@@ -491,10 +495,15 @@ impl Worker {
     /// Reads the cgroups events asked for; true when the findings may
     /// have changed.
     fn reread_pending(&mut self) -> bool {
+        if self.pending_rereads.is_empty() {
+            return false;
+        }
+        let started = Instant::now();
         let mut findings = false;
         for (id, path) in std::mem::take(&mut self.pending_rereads) {
             findings |= self.reread(id, &path, Check::None);
         }
+        self.shared.metrics.busy(Work::Reread, started.elapsed());
         findings
     }
 
@@ -596,13 +605,19 @@ impl Worker {
                 due.extend(r.new_cgroups.pop_front().map(|(_, id)| id));
             }
         }
-        for id in due {
-            if let Some(path) = self.picture.as_ref().and_then(|p| p.path(id)) {
-                judge |= self.reread(id, &path, Check::None);
+        if !due.is_empty() {
+            let started = Instant::now();
+            for id in due {
+                if let Some(path) = self.picture.as_ref().and_then(|p| p.path(id)) {
+                    judge |= self.reread(id, &path, Check::None);
+                }
             }
+            self.shared.metrics.busy(Work::Reread, started.elapsed());
         }
         if self.reading.as_ref().is_some_and(|r| r.next_sweep <= now) {
+            let started = Instant::now();
             judge |= self.sweep_attachments();
+            self.shared.metrics.busy(Work::Sweep, started.elapsed());
         }
         judge
     }
@@ -690,6 +705,7 @@ impl Worker {
         self.evaluate_and_publish();
         self.judged = Instant::now();
         self.judge_cost = self.judged - started;
+        self.shared.metrics.busy(Work::Judge, self.judge_cost);
     }
 
     fn evaluate_and_publish(&mut self) {
