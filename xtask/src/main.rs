@@ -83,6 +83,13 @@ enum Task {
         /// Only the cost to other processes' syscalls (getppid, dd).
         #[arg(long)]
         tax: bool,
+        /// Only the daemon's CPU on one node of this many cgroups, idle and
+        /// under 5 container starts/s, `--rounds` times (to see the spread).
+        #[arg(long, value_name = "CGROUPS")]
+        churn: Option<usize>,
+        /// Rounds for `--churn`.
+        #[arg(long, default_value_t = 3, requires = "churn")]
+        rounds: usize,
     },
     /// Build the shipped binary: fully static (x86_64-unknown-linux-musl),
     /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
@@ -439,7 +446,7 @@ fn audit(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::from(status.code().unwrap_or(2) as u8))
 }
 
-fn bench(flags: &[&str]) -> Result<()> {
+fn bench(flags: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the benchmark creates cgroups and attaches programs: run `cargo xtask bench` as root");
     }
@@ -667,11 +674,14 @@ fn main() -> ExitCode {
         Task::Build => build().map(|()| ExitCode::SUCCESS),
         Task::Dist => dist().map(|_| ExitCode::SUCCESS),
         Task::Image => image().map(|_| ExitCode::SUCCESS),
-        Task::Bench { quick, audit, daemon, tax } => {
-            let flags: Vec<&str> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
+        Task::Bench { quick, audit, daemon, tax, churn, rounds } => {
+            let mut flags: Vec<String> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
                 .into_iter()
-                .filter_map(|(on, f)| on.then_some(f))
+                .filter_map(|(on, f)| on.then(|| f.to_owned()))
                 .collect();
+            if let Some(n) = churn {
+                flags.extend(["--churn".into(), n.to_string(), "--rounds".into(), rounds.to_string()]);
+            }
             bench(&flags).map(|()| ExitCode::SUCCESS)
         }
         Task::Setup => ebpf_toolchain().and_then(|_| setup()).and_then(|()| python_tools()).map(|()| ExitCode::SUCCESS),

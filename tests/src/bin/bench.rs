@@ -12,6 +12,9 @@
 //! containers start (5 and 20 a second, each with a runc-like device
 //! program, removed 5 s later), with the detection latency during churn;
 //! and the same while an unprivileged process loops failing bpf() calls.
+//! Each cost row also prints the worker's busy time by work
+//! (`cgaudit_worker_busy_seconds_total`). `--churn N --rounds R`: only the
+//! cost on an N-cgroup node, idle and under 5 starts/s, R times.
 //!
 //! tax: what the daemon costs everyone else: another process's `getppid()`
 //! loop and `dd bs=64` with the daemon off, and on with each event source
@@ -83,6 +86,17 @@ struct Cost {
     full_passes: f64,
     incremental: f64,
     lost: f64,
+    /// The worker's busy time by work, as % of one core over the window.
+    busy: Vec<(&'static str, f64)>,
+}
+
+const WORK: [&str; 5] = ["full_pass", "judge", "sweep", "reread", "event"];
+
+fn busy(d: &Daemon) -> Vec<f64> {
+    let m = d.get("/metrics").1;
+    WORK.iter()
+        .map(|w| metric_value(&m, &format!(r#"cgaudit_worker_busy_seconds_total{{work="{w}"}}"#)).unwrap_or(0.0))
+        .collect()
 }
 
 fn counters(d: &Daemon) -> (f64, f64, f64) {
@@ -100,10 +114,12 @@ fn cost_over(d: &Daemon, window: Duration) -> Cost {
     let pid = d.child.id();
     let hz = 100.0; // USER_HZ on Linux
     let (f0, i0, l0) = counters(d);
+    let b0 = busy(d);
     let (t0, c0) = (Instant::now(), cpu_ticks(pid));
     std::thread::sleep(window);
     let (secs, ticks) = (t0.elapsed().as_secs_f64(), cpu_ticks(pid) - c0);
     let (f1, i1, l1) = counters(d);
+    let b1 = busy(d);
     Cost {
         cpu_percent: ticks as f64 / hz / secs * 100.0,
         peak_mib: proc_field(pid, "status", "VmHWM:").unwrap_or(0) as f64 / 1024.0,
@@ -111,6 +127,7 @@ fn cost_over(d: &Daemon, window: Duration) -> Cost {
         full_passes: f1 - f0,
         incremental: i1 - i0,
         lost: l1 - l0,
+        busy: WORK.iter().zip(b0.iter().zip(&b1)).map(|(w, (a, b))| (*w, (b - a) / secs * 100.0)).collect(),
     }
 }
 
@@ -184,6 +201,8 @@ fn print_cost(label: &str, c: &Cost, extra: &str) {
         "{label:<44} {:>7.3}% {:>9.1} {:>9.1} {:>6} {:>8} {:>5} {extra}",
         c.cpu_percent, c.peak_mib, c.rss_mib, c.full_passes, c.incremental, c.lost
     );
+    let parts: Vec<String> = c.busy.iter().map(|(w, p)| format!("{w} {p:.2}%")).collect();
+    println!("{:<44}  (worker busy: {})", "", parts.join(", "));
 }
 
 fn daemon_bench(attaches: usize, window: Duration, sizes: &[usize]) {
@@ -225,41 +244,8 @@ fn daemon_bench(attaches: usize, window: Duration, sizes: &[usize]) {
         "scenario", "CPU", "peak MiB", "RSS MiB", "passes", "incr.", "lost"
     );
     for &n in sizes {
-        // A device program on one container in 50, as in the issue's node.
-        let h = Hierarchy::build(n, 50);
-        let root = h.t.path.to_str().unwrap().to_owned();
-        let d = Daemon::start(&["--cgroup-root", &root, "--interval", "30s"]);
-        assert!(wait_until(Duration::from_secs(60), || d.get("/readyz").0 == 200), "{}", d.logs());
-        let source = ["fexit", "kprobe", "reading", "syscalls", "none"]
-            .into_iter()
-            .find(|s| d.metric(&format!(r#"cgaudit_event_source{{source="{s}"}}"#)) == Some(1.0))
-            .unwrap_or("?");
-        println!("(event source on this machine: {source})");
-        // Let the startup pass's transient work settle.
-        std::thread::sleep(Duration::from_secs(2));
-        let c = cost_over(&d, window);
-        print_cost(&format!("{} cgroups, idle", h.cgroups), &c, "");
         let rates: &[f64] = if n <= 10_000 { &[5.0, 20.0] } else { &[5.0] };
-        for &rate in rates {
-            let pod = h.t.path.join(format!(
-                "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podc{:07}_0000_4000_8000_000000000000.slice",
-                rate as u32
-            ));
-            let churn = Churn::start(pod, rate, Duration::from_secs(5));
-            std::thread::sleep(Duration::from_secs(6)); // steady state: starts and removals
-            let c = cost_over(&d, window);
-            let extra = if rate == 5.0 && n <= 10_000 {
-                // Detection latency while the churn goes on.
-                let t = &h.t;
-                let l = latencies(&d, t, 20, Duration::from_millis(200));
-                format!("misattachment -> /metrics p50 {:.1?} p99 {:.1?}", percentile(&l, 0.5), percentile(&l, 0.99))
-            } else {
-                String::new()
-            };
-            let starts = churn.stop();
-            print_cost(&format!("{} cgroups, {rate} container starts/s", h.cgroups), &c, &extra);
-            eprintln!("({starts} container starts made)");
-        }
+        node_cost(n, window, rates, n <= 10_000);
     }
     println!(
         "(passes: full passes over the tree in the window (one per ~30 s is the interval); incr.: changes applied from \
@@ -294,6 +280,44 @@ fn daemon_bench(attaches: usize, window: Duration, sizes: &[usize]) {
         &during,
         &format!("{calls} failing calls, {} log lines", d.logs().lines().count() - lines_before),
     );
+}
+
+/// The daemon's cost on a node of `n` cgroups (a device program on one
+/// container in 50, as in the issue's node): idle, then under each rate of
+/// container starts, with the detection latency during 5 starts/s if asked.
+fn node_cost(n: usize, window: Duration, rates: &[f64], latency: bool) {
+    let h = Hierarchy::build(n, 50);
+    let root = h.t.path.to_str().unwrap().to_owned();
+    let d = Daemon::start(&["--cgroup-root", &root, "--interval", "30s"]);
+    assert!(wait_until(Duration::from_secs(60), || d.get("/readyz").0 == 200), "{}", d.logs());
+    let source = ["fexit", "kprobe", "reading", "syscalls", "none"]
+        .into_iter()
+        .find(|s| d.metric(&format!(r#"cgaudit_event_source{{source="{s}"}}"#)) == Some(1.0))
+        .unwrap_or("?");
+    println!("(event source on this machine: {source}; daemon pid {})", d.child.id());
+    // Let the startup pass's transient work settle.
+    std::thread::sleep(Duration::from_secs(2));
+    let c = cost_over(&d, window);
+    print_cost(&format!("{} cgroups, idle", h.cgroups), &c, "");
+    for &rate in rates {
+        let pod = h.t.path.join(format!(
+            "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podc{:07}_0000_4000_8000_000000000000.slice",
+            rate as u32
+        ));
+        let churn = Churn::start(pod, rate, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_secs(6)); // steady state: starts and removals
+        let c = cost_over(&d, window);
+        let extra = if rate == 5.0 && latency {
+            // Detection latency while the churn goes on.
+            let l = latencies(&d, &h.t, 20, Duration::from_millis(200));
+            format!("misattachment -> /metrics p50 {:.1?} p99 {:.1?}", percentile(&l, 0.5), percentile(&l, 0.99))
+        } else {
+            String::new()
+        };
+        let starts = churn.stop();
+        print_cost(&format!("{} cgroups, {rate} container starts/s", h.cgroups), &c, &extra);
+        eprintln!("({starts} container starts made)");
+    }
 }
 
 /// The daemon with `--events <events>` on `t`, if this machine runs that
@@ -688,6 +712,16 @@ fn main() {
                 .unwrap();
             println!("== {}", cmd[0]);
             println!("{}", String::from_utf8_lossy(&out.stderr).lines().take(12).collect::<Vec<_>>().join("\n"));
+        }
+        return;
+    }
+    // --churn N [--rounds R]: only the daemon's cost on an N-cgroup node,
+    // idle and under 5 starts/s, R times: the spread between identical runs.
+    if let Some(n) = args.iter().position(|a| a == "--churn").and_then(|i| args.get(i + 1)?.parse::<usize>().ok()) {
+        let rounds = args.iter().position(|a| a == "--rounds").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(3);
+        println!("{:<44} {:>8} {:>9} {:>9} {:>6} {:>8} {:>5}", "scenario", "CPU", "peak MiB", "RSS MiB", "passes", "incr.", "lost");
+        for _ in 0..rounds {
+            node_cost(n, Duration::from_secs(60), &[5.0], false);
         }
         return;
     }
