@@ -19,6 +19,7 @@
 //! multiple programs, as links and CNIs attach.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::bpf::{AttachFlags, AttachType};
 use crate::snapshot::{Attachment, BelowPod, ContainerCgroup, PodCgroup};
@@ -37,6 +38,47 @@ pub fn is_coverage_hook(t: AttachType) -> bool {
 
 /// Program ids in effect, per coverage hook (a hook with none is absent).
 pub type Effective = BTreeMap<AttachType, Vec<u32>>;
+
+/// An effective set held by a pod or container: one allocation per distinct
+/// set (`Sets`). On a node nearly every cgroup runs the same programs (the
+/// CNI's, from the root), so one set serves tens of thousands, and judging
+/// them reads each distinct set once (by address) instead of every copy.
+pub type Shared = Arc<Effective>;
+
+/// Hands out one `Shared` per distinct effective set.
+#[derive(Debug, Default)]
+pub struct Sets {
+    by_value: HashMap<Effective, Shared>,
+    /// Sets no cgroup holds any more are let go when the map reaches this.
+    prune_at: usize,
+}
+
+impl Sets {
+    pub fn share(&mut self, e: Effective) -> Shared {
+        if let Some(s) = self.by_value.get(&e) {
+            return s.clone();
+        }
+        if self.by_value.len() >= self.prune_at {
+            // Bounded by the sets in use: crafted attachments that make a
+            // new set for each cgroup cannot grow it past twice those.
+            self.by_value.retain(|_, s| Arc::strong_count(s) > 1);
+            self.prune_at = (self.by_value.len() * 2).max(64);
+        }
+        let s = Arc::new(e.clone());
+        self.by_value.insert(e, s.clone());
+        s
+    }
+
+    /// Takes `s` as the one of its value, if none is held yet.
+    pub fn adopt(&mut self, s: &Shared) {
+        self.by_value.entry((**s).clone()).or_insert_with(|| s.clone());
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_value.len()
+    }
+}
 
 /// One cgroup's own programs on the coverage hooks, and the flags each hook
 /// was attached with.
@@ -135,8 +177,9 @@ pub fn assign(
     let root = levels.get("/").cloned().unwrap_or_default();
     let above = Level::above(&root, root_effective);
     // Most nodes: programs at the root only, the same for every cgroup.
-    let everywhere = levels.keys().all(|p| *p == "/").then(|| effective([&root, &above]));
-    let at = |path: &str| -> Effective {
+    let mut sets = Sets::default();
+    let everywhere = levels.keys().all(|p| *p == "/").then(|| sets.share(effective([&root, &above])));
+    let mut at = |path: &str| -> Shared {
         if let Some(e) = &everywhere {
             return e.clone();
         }
@@ -149,7 +192,7 @@ pub fn assign(
             p = parent(here);
         }
         chain.push(&above);
-        effective(chain)
+        sets.share(effective(chain))
     };
     let index: HashMap<String, usize> = pods.iter().enumerate().map(|(i, p)| (p.cgroup.clone(), i)).collect();
     for pod in pods.iter_mut() {
@@ -225,7 +268,7 @@ mod tests {
             cgroup: path.into(),
             cgroup_id: 0,
             pod_uid: "u".into(),
-            effective: Effective::new(),
+            effective: Default::default(),
             containers: vec![],
         }
     }
@@ -258,6 +301,36 @@ mod tests {
             pods[1].containers.iter().map(|c| c.cgroup.as_str()).collect::<Vec<_>>(),
             ["/kubepods/podb/mid/leaf"]
         );
+    }
+
+    #[test]
+    fn cgroups_with_the_same_programs_in_effect_share_one_set() {
+        let mut pods = vec![pod("/kubepods/poda"), pod("/kubepods/podb"), pod("/kubepods/podc")];
+        let below = vec![below("/kubepods/poda/c", true), below("/kubepods/podb/c", true), below("/kubepods/podc/c", true)];
+        let attachments = vec![
+            att("/", "connect4", AttachFlags::Override, 1),
+            att("/kubepods/podc/c", "connect4", AttachFlags::None, 9),
+        ];
+        assign(&mut pods, below, &attachments, &[(t("connect4"), vec![1])].into());
+        let shared = &pods[0].effective;
+        assert!(Arc::ptr_eq(shared, &pods[1].effective) && Arc::ptr_eq(shared, &pods[2].effective));
+        assert!(Arc::ptr_eq(shared, &pods[0].containers[0].effective));
+        assert!(!Arc::ptr_eq(shared, &pods[2].containers[0].effective), "its own program: a set of its own");
+        assert_eq!(connect4(&pods[2].containers[0].effective), [9]);
+    }
+
+    #[test]
+    fn sets_no_cgroup_holds_are_let_go() {
+        let mut sets = Sets::default();
+        let held: Vec<Shared> = (0..10).map(|i| sets.share([(t("connect4"), vec![i])].into())).collect();
+        assert!(Arc::ptr_eq(&held[3], &sets.share([(t("connect4"), vec![3])].into())));
+        // Ten thousand sets made and dropped at once (crafted attachments,
+        // one per cgroup): the map stays near what is held.
+        for i in 100..10_100 {
+            drop(sets.share([(t("connect4"), vec![i])].into()));
+        }
+        assert!(sets.len() <= 2 * 64 + 10, "{} sets kept", sets.len());
+        assert!(Arc::ptr_eq(&held[9], &sets.share([(t("connect4"), vec![9])].into())), "held sets stay shared");
     }
 
     #[test]

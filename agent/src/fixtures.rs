@@ -97,11 +97,13 @@ pub fn pod_cgroup(cgroup: &str, id: u64, uid: &str, effective: &[u32]) -> crate:
         cgroup: cgroup.into(),
         cgroup_id: id,
         pod_uid: uid.into(),
-        effective: ["connect4", "connect6"]
-            .iter()
-            .filter(|_| !effective.is_empty())
-            .map(|h| (crate::bpf::AttachType::from_name(h).unwrap(), effective.to_vec()))
-            .collect(),
+        effective: std::sync::Arc::new(
+            ["connect4", "connect6"]
+                .iter()
+                .filter(|_| !effective.is_empty())
+                .map(|h| (crate::bpf::AttachType::from_name(h).unwrap(), effective.to_vec()))
+                .collect(),
+        ),
         containers: Vec::new(),
     }
 }

@@ -33,8 +33,9 @@ pub struct PodCgroup {
     pub cgroup: String,
     pub cgroup_id: u64,
     pub pod_uid: String,
-    /// In effect for sockets made in the pod's own cgroup.
-    pub effective: Effective,
+    /// In effect for sockets made in the pod's own cgroup (shared with
+    /// every cgroup that has the same set).
+    pub effective: crate::coverage::Shared,
     /// Its leaf cgroups that hold processes (its containers' cgroups):
     /// where its sockets are made.
     pub containers: Vec<ContainerCgroup>,
@@ -45,7 +46,7 @@ pub struct PodCgroup {
 pub struct ContainerCgroup {
     pub cgroup: String,
     pub cgroup_id: u64,
-    pub effective: Effective,
+    pub effective: crate::coverage::Shared,
 }
 
 /// A cgroup below a pod's, as a walk saw it: whether processes are in it

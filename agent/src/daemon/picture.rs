@@ -15,7 +15,7 @@ use crate::attribution;
 use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
-use crate::coverage::{self, Effective, Level};
+use crate::coverage::{self, Effective, Level, Sets, Shared};
 #[cfg(test)]
 use crate::snapshot::TreeEntry;
 use crate::snapshot::{Attachment, Change, ContainerCgroup, Event, Names, PodCgroup, ProcessRef, Snapshot};
@@ -77,6 +77,8 @@ pub struct Picture {
     levels: HashMap<u64, Level>,
     /// What runs from above the audit root (from the full pass).
     above: Level,
+    /// The distinct effective sets the pods and containers hold.
+    sets: Sets,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
     /// Whether `nodes` holds the tree. Without it (a tree past
@@ -99,7 +101,12 @@ impl Picture {
             h.1.push(a.prog_id);
         }
         let above = Level::above(levels.get(&snap.root.cgroup_id).unwrap_or(&Level::default()), &snap.root_effective);
-        Picture { snap, nodes, levels, above, generation: 0, tracked }
+        let mut sets = Sets::default();
+        for p in &snap.pods {
+            sets.adopt(&p.effective);
+            p.containers.iter().for_each(|c| sets.adopt(&c.effective));
+        }
+        Picture { snap, nodes, levels, above, sets, generation: 0, tracked }
     }
 
     pub fn snapshot(&self) -> &Snapshot {
@@ -332,7 +339,7 @@ impl Picture {
                 cgroup: path.clone(),
                 cgroup_id: id,
                 pod_uid: attribution.pod_uid.unwrap_or_default(),
-                effective: self.effective(id),
+                effective: self.shared_effective(id),
                 containers: Vec::new(),
             };
             let at = self.snap.pods.partition_point(|p| p.cgroup < path);
@@ -344,7 +351,7 @@ impl Picture {
         // A new cgroup below a pod is made to hold a process: the pod's
         // container from now (and its parent a leaf no more).
         let Some(pod) = self.pod_of(id) else { return Effect::Applied { findings: false } };
-        let effective = self.effective(id);
+        let effective = self.shared_effective(id);
         let containers = &mut self.snap.pods[pod].containers;
         containers.retain(|c| c.cgroup_id != parent);
         containers.push(ContainerCgroup { cgroup: path, cgroup_id: id, effective });
@@ -408,6 +415,12 @@ impl Picture {
         }
         chain.push(&self.above);
         coverage::effective(chain)
+    }
+
+    /// `effective`, as the one allocation of its value.
+    fn shared_effective(&mut self, id: u64) -> Shared {
+        let e = self.effective(id);
+        self.sets.share(e)
     }
 
     /// Replaces what the picture holds for hooks of one cgroup with what
@@ -504,12 +517,12 @@ impl Picture {
         for i in 0..self.snap.pods.len() {
             let pod = &self.snap.pods[i];
             if under(&pod.cgroup) {
-                self.snap.pods[i].effective = self.effective(pod.cgroup_id);
+                self.snap.pods[i].effective = self.shared_effective(pod.cgroup_id);
             }
             for j in 0..self.snap.pods[i].containers.len() {
                 let c = &self.snap.pods[i].containers[j];
                 if under(&c.cgroup) {
-                    self.snap.pods[i].containers[j].effective = self.effective(c.cgroup_id);
+                    self.snap.pods[i].containers[j].effective = self.shared_effective(c.cgroup_id);
                 }
             }
         }
@@ -738,6 +751,10 @@ mod tests {
         assert_eq!(e, Effect::Applied { findings: true });
         let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
         assert_eq!(connect4(&pod.effective), [10]);
+        // Its container's set is the pod's own (judging reads each set once).
+        p.apply(&ev(Change::CgroupMade { cgroup_id: 7, parent_id: 6, name: "ctr".into() }));
+        let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&pod.effective, &pod.containers[0].effective));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 use serde::Serialize;
 
 use super::*;
-use crate::coverage::{self, Effective};
+use std::collections::HashMap;
+
+use crate::coverage::{self, Effective, Shared};
 use crate::snapshot::PodCgroup;
 
 pub(super) const EXPLANATION: &str = "these pods make sockets where no CNI socket-LB program is in effect: their connections to Service IPs are not translated.";
@@ -46,8 +48,10 @@ pub struct UncoveredContainer {
 
 /// The programs of one owner on each hook judged: classified once per
 /// judgement from the node's programs (tens), not once per container
-/// (thousands, each judged again on every change in the daemon).
-struct Owned(Vec<(AttachType, Vec<u32>)>);
+/// (thousands, each judged again on every change in the daemon); and what
+/// each distinct effective set lacks, worked out once per set (cgroups
+/// share their set when it is the same: `coverage::Shared`).
+struct Owned(Vec<(AttachType, Vec<u32>)>, HashMap<*const Effective, Vec<AttachType>>);
 
 impl Owned {
     fn new(snap: &Snapshot, policy: &Policy, owner: Owner, hooks: &[AttachType]) -> Owned {
@@ -64,22 +68,29 @@ impl Owned {
                     (t, ids)
                 })
                 .collect(),
+            HashMap::new(),
         )
     }
 
     /// The hooks on which none of the owner's programs is in `effective`.
-    fn lacking(&self, effective: &Effective) -> Vec<AttachType> {
-        self.0
-            .iter()
-            .filter(|(t, owned)| !effective.get(t).is_some_and(|ids| ids.iter().any(|id| owned.contains(id))))
-            .map(|(t, _)| *t)
-            .collect()
+    /// (The address is a key only while the snapshot, which holds every
+    /// set, is borrowed: no set is freed or made meanwhile.)
+    fn lacking(&mut self, effective: &Shared) -> &[AttachType] {
+        let Owned(owned, memo) = self;
+        memo.entry(std::sync::Arc::as_ptr(effective)).or_insert_with(|| {
+            owned
+                .iter()
+                .filter(|(t, ids)| !effective.get(t).is_some_and(|e| e.iter().any(|id| ids.contains(id))))
+                .map(|(t, _)| *t)
+                .collect()
+        })
     }
 }
 
 /// The cgroups with programs of their own on a hook judged, sorted: where
-/// a container's programs can differ from its pod's.
-struct OwnPrograms<'a>(Vec<&'a str>);
+/// a container's programs can differ from its pod's; and the longest of
+/// their paths.
+struct OwnPrograms<'a>(Vec<&'a str>, usize);
 
 impl<'a> OwnPrograms<'a> {
     fn new(snap: &'a Snapshot, hooks: &[AttachType]) -> OwnPrograms<'a> {
@@ -87,7 +98,8 @@ impl<'a> OwnPrograms<'a> {
             snap.attachments.iter().filter(|a| hooks.contains(&a.attach_type)).map(|a| a.cgroup.as_str()).collect();
         own.sort_unstable();
         own.dedup();
-        OwnPrograms(own)
+        let longest = own.iter().map(|p| p.len()).max().unwrap_or(0);
+        OwnPrograms(own, longest)
     }
 
     /// Whether some cgroup below `pod` has programs of its own on a hook
@@ -97,6 +109,11 @@ impl<'a> OwnPrograms<'a> {
     /// as the pod is without reading its own set: on a node of 50,000
     /// cgroups that reading was a third of the daemon's CPU under churn.
     fn below(&self, pod: &str) -> bool {
+        // Nothing that short is below a path this long (and its text is
+        // not read: on the common node, programs only at the root).
+        if pod.len() >= self.1 {
+            return false;
+        }
         let from = self.0.partition_point(|q| *q < pod);
         self.0[from..].iter().take_while(|q| q.starts_with(pod)).any(|q| q.as_bytes().get(pod.len()) == Some(&b'/'))
     }
@@ -104,14 +121,17 @@ impl<'a> OwnPrograms<'a> {
 
 /// How one pod fares under an owner's socket LB; `None` when every place
 /// its processes are has the CNI's programs in effect.
-fn uncovered(snap: &Snapshot, owned: &Owned, own: &OwnPrograms, pod: &PodCgroup) -> Option<UncoveredPod> {
-    let at_pod = owned.lacking(&pod.effective);
+fn uncovered(snap: &Snapshot, owned: &mut Owned, own: &OwnPrograms, pod: &PodCgroup) -> Option<UncoveredPod> {
+    let at_pod = owned.lacking(&pod.effective).to_vec();
     let inherited = !own.below(&pod.cgroup);
+    if inherited && at_pod.is_empty() {
+        return None; // every container runs the pod's programs, which cover it
+    }
     let containers: Vec<UncoveredContainer> = pod
         .containers
         .iter()
         .filter_map(|c| {
-            let missing = if inherited { at_pod.clone() } else { owned.lacking(&c.effective) };
+            let missing = if inherited { at_pod.clone() } else { owned.lacking(&c.effective).to_vec() };
             if missing.is_empty() {
                 return None;
             }
@@ -169,10 +189,13 @@ pub(super) fn pods_without(
         if judged.is_empty() {
             continue;
         }
-        let owned = Owned::new(snap, policy, *owner, &judged);
+        let mut owned = Owned::new(snap, policy, *owner, &judged);
         let own = OwnPrograms::new(snap, &judged);
-        let pods: Vec<(usize, UncoveredPod)> =
-            snap.pods.iter().filter_map(|p| Some((p.containers.len(), uncovered(snap, &owned, &own, p)?))).collect();
+        let pods: Vec<(usize, UncoveredPod)> = snap
+            .pods
+            .iter()
+            .filter_map(|p| Some((p.containers.len(), uncovered(snap, &mut owned, &own, p)?)))
+            .collect();
         if pods.is_empty() {
             continue;
         }
@@ -216,14 +239,14 @@ mod tests {
             cgroup: format!("/kubepods/burstable/pod{}", uid(i)),
             cgroup_id: 100 + i as u64,
             pod_uid: uid(i),
-            effective: eff(at_pod),
+            effective: eff(at_pod).into(),
             containers: containers
                 .iter()
                 .enumerate()
                 .map(|(j, ids)| ContainerCgroup {
                     cgroup: format!("/kubepods/burstable/pod{}/{}", uid(i), format!("{j}").repeat(64)),
                     cgroup_id: 1000 + j as u64,
-                    effective: eff(ids),
+                    effective: eff(ids).into(),
                 })
                 .collect(),
         }
