@@ -306,7 +306,8 @@ mod tests {
     #[test]
     fn cgroups_with_the_same_programs_in_effect_share_one_set() {
         let mut pods = vec![pod("/kubepods/poda"), pod("/kubepods/podb"), pod("/kubepods/podc")];
-        let below = vec![below("/kubepods/poda/c", true), below("/kubepods/podb/c", true), below("/kubepods/podc/c", true)];
+        let below =
+            vec![below("/kubepods/poda/c", true), below("/kubepods/podb/c", true), below("/kubepods/podc/c", true)];
         let attachments = vec![
             att("/", "connect4", AttachFlags::Override, 1),
             att("/kubepods/podc/c", "connect4", AttachFlags::None, 9),

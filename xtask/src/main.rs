@@ -677,7 +677,8 @@ fn main() -> ExitCode {
         Task::Bench { quick, audit, daemon, tax, churn, rounds } => {
             let mut flags: Vec<String> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
                 .into_iter()
-                .filter_map(|(on, f)| on.then(|| f.to_owned()))
+                .filter(|(on, _)| *on)
+                .map(|(_, f)| f.to_owned())
                 .collect();
             if let Some(n) = churn {
                 flags.extend(["--churn".into(), n.to_string(), "--rounds".into(), rounds.to_string()]);

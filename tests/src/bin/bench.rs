@@ -719,7 +719,10 @@ fn main() {
     // idle and under 5 starts/s, R times: the spread between identical runs.
     if let Some(n) = args.iter().position(|a| a == "--churn").and_then(|i| args.get(i + 1)?.parse::<usize>().ok()) {
         let rounds = args.iter().position(|a| a == "--rounds").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(3);
-        println!("{:<44} {:>8} {:>9} {:>9} {:>6} {:>8} {:>5}", "scenario", "CPU", "peak MiB", "RSS MiB", "passes", "incr.", "lost");
+        println!(
+            "{:<44} {:>8} {:>9} {:>9} {:>6} {:>8} {:>5}",
+            "scenario", "CPU", "peak MiB", "RSS MiB", "passes", "incr.", "lost"
+        );
         for _ in 0..rounds {
             node_cost(n, Duration::from_secs(60), &[5.0], false);
         }
