@@ -81,6 +81,8 @@ pub struct Picture {
     sets: Sets,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
+    /// cgroups made or removed so far (the tree's count moved).
+    tree_changes: u64,
     /// Whether `nodes` holds the tree. Without it (a tree past
     /// `--max-cgroups`, or dropped for a full pass) events cannot be placed:
     /// those about cgroups ask for a full pass.
@@ -106,7 +108,7 @@ impl Picture {
             sets.adopt(&p.effective);
             p.containers.iter().for_each(|c| sets.adopt(&c.effective));
         }
-        Picture { snap, nodes, levels, above, sets, generation: 0, tracked }
+        Picture { snap, nodes, levels, above, sets, generation: 0, tree_changes: 0, tracked }
     }
 
     pub fn snapshot(&self) -> &Snapshot {
@@ -127,6 +129,11 @@ impl Picture {
 
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// How many cgroups were made or removed in the tree so far.
+    pub fn tree_changes(&self) -> u64 {
+        self.tree_changes
     }
 
     /// The names of what the findings are about (see `scan::names`);
@@ -331,6 +338,7 @@ impl Picture {
         }
         self.nodes.insert(id, Node { parent, name: name.into() });
         self.generation += 1;
+        self.tree_changes += 1;
         self.snap.cgroups_scanned += 1;
         let Some(path) = self.path(id) else { return Effect::Applied { findings: false } };
         let attribution = attribution::attribute(&path);
@@ -378,6 +386,7 @@ impl Picture {
         // cgroup2 removes only cgroups without children: one node goes.
         self.nodes.remove(&id);
         self.generation += 1;
+        self.tree_changes += 1;
         self.snap.cgroups_scanned = self.snap.cgroups_scanned.saturating_sub(1);
         let before = (self.snap.attachments.len(), self.snap.pods.len());
         let lb = self.snap.attachments.iter().any(|a| a.cgroup_id == id && a.attach_type.is_socket_lb());

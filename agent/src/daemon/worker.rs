@@ -207,6 +207,9 @@ pub struct Worker {
     last_pass_took: Duration,
     /// The last full pass kept no tree (more cgroups than --max-cgroups).
     untracked: bool,
+    /// Whether the last sweep over a settled tree counted other cgroups
+    /// than the picture holds.
+    tree_differed: bool,
     next_interval: Instant,
     /// The next link sweep (syscall tracing only).
     next_sweep: Instant,
@@ -252,6 +255,7 @@ impl Worker {
             last_full: None,
             last_pass_took: Duration::ZERO,
             untracked: false,
+            tree_differed: false,
             next_interval: Instant::now(),
             next_sweep: Instant::now() + LINK_SWEEP,
             reading,
@@ -284,7 +288,7 @@ impl Worker {
                     self.judge();
                 }
             }
-            if self.reading.as_ref().is_some_and(|r| r.due() <= now) && self.read_what_is_due(now) {
+            if self.reading.as_ref().is_some_and(|r| r.due() <= now) && self.read_what_is_due(now, events.as_ref()) {
                 self.judge();
             }
             if self.agents_due.is_some_and(|at| at <= now) || self.judge_due.is_some_and(|at| at <= now) {
@@ -597,7 +601,7 @@ impl Worker {
     /// again, and when the sweep is due every attachment is compared with
     /// the picture; what differs is read again. True when the findings may
     /// have changed.
-    fn read_what_is_due(&mut self, now: Instant) -> bool {
+    fn read_what_is_due(&mut self, now: Instant, events: Option<&Receiver<Event>>) -> bool {
         let mut judge = false;
         let mut due = Vec::new();
         if let Some(r) = self.reading.as_mut() {
@@ -615,17 +619,25 @@ impl Worker {
             self.shared.metrics.busy(Work::Reread, started.elapsed());
         }
         if self.reading.as_ref().is_some_and(|r| r.next_sweep <= now) {
-            let started = Instant::now();
-            judge |= self.sweep_attachments();
-            self.shared.metrics.busy(Work::Sweep, started.elapsed());
+            judge |= self.sweep_attachments(events);
+        }
+        judge
+    }
+
+    /// Applies the events waiting; true when the findings may have changed.
+    fn apply_waiting(&mut self, events: Option<&Receiver<Event>>) -> bool {
+        let mut judge = false;
+        while let Some(e) = events.and_then(|rx| rx.try_recv().ok()) {
+            judge |= self.on_event(e);
         }
         judge
     }
 
     /// One attachment sweep: the cgroups whose own programs differ from
     /// the picture's are read again; a tree that differs (cgroups the
-    /// picture does not know, or lacks) asks for a full pass.
-    fn sweep_attachments(&mut self) -> bool {
+    /// picture does not know, or lacks) asks for a full pass, when two
+    /// sweeps in a row over a settled tree say so.
+    fn sweep_attachments(&mut self, events: Option<&Receiver<Event>>) -> bool {
         let started = Instant::now();
         let (Some(picture), Some(root)) = (self.picture.as_ref(), self.root.as_ref()) else {
             if let Some(r) = self.reading.as_mut() {
@@ -633,6 +645,7 @@ impl Worker {
             }
             return false;
         };
+        let tree_changes = picture.tree_changes();
         let snap = picture.snapshot();
         let support = Support {
             supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
@@ -641,6 +654,7 @@ impl Worker {
         let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
         let swept = scan::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
         let mut judge = false;
+        let mut drained = Duration::ZERO;
         match swept {
             Ok(sweep) => {
                 self.shared.metrics.attachment_sweep();
@@ -658,12 +672,30 @@ impl Worker {
                         r.took(started.elapsed(), self.config.interval);
                         self.shared.metrics.set_sweep_period(r.period);
                     }
+                    self.shared.metrics.busy(Work::Sweep, started.elapsed());
                     return false;
                 }
+                // cgroups made or removed while the sweep ran: their events
+                // are applied first (their time is the events', not the
+                // sweep's), and a count that moved meanwhile proves
+                // nothing: under container churn nearly every sweep would
+                // ask for a full pass otherwise. An event still on its way
+                // can make one count differ; a tree that really differs
+                // does so on the next sweep too.
+                let applying = Instant::now();
+                judge |= self.apply_waiting(events);
+                drained = applying.elapsed();
+                let Some(picture) = self.picture.as_ref() else { return judge };
                 let mut differ = picture.differs_from(&sweep.attached);
-                if sweep.cgroups != picture.cgroups() {
-                    tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
-                    self.ask_full_pass(Trigger::Unplaced);
+                if picture.tree_changes() == tree_changes {
+                    let differs = sweep.cgroups != picture.cgroups();
+                    if differs {
+                        tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
+                    }
+                    if differs && self.tree_differed {
+                        self.ask_full_pass(Trigger::Unplaced);
+                    }
+                    self.tree_differed = differs;
                 }
                 // Links are named on their attachments: what the kernel
                 // lists now, and the cgroups whose links changed.
@@ -679,11 +711,12 @@ impl Worker {
             }
             Err(e) => tracing::debug!(error = %e, "the attachment sweep failed; the full pass on --interval remains"),
         }
-        let cost = started.elapsed();
+        let cost = started.elapsed().saturating_sub(drained);
         if let Some(r) = self.reading.as_mut() {
             r.took(cost, self.config.interval);
             self.shared.metrics.set_sweep_period(r.period);
         }
+        self.shared.metrics.busy(Work::Sweep, cost);
         judge
     }
 
@@ -750,6 +783,7 @@ impl Worker {
 
     fn full_pass(&mut self, trigger: Trigger) {
         self.asked = None;
+        self.tree_differed = false;
         let started = Instant::now();
         self.last_full = Some(started);
         let mut opts = self.config.scan.clone();
