@@ -624,11 +624,17 @@ impl Worker {
         judge
     }
 
-    /// Applies the events waiting; true when the findings may have changed.
+    /// Applies the events waiting now (not those that keep coming: a pod
+    /// making cgroups without pause must not hold the worker here); true
+    /// when the findings may have changed.
     fn apply_waiting(&mut self, events: Option<&Receiver<Event>>) -> bool {
+        let Some(rx) = events else { return false };
         let mut judge = false;
-        while let Some(e) = events.and_then(|rx| rx.try_recv().ok()) {
-            judge |= self.on_event(e);
+        for _ in 0..rx.len() {
+            match rx.try_recv() {
+                Ok(e) => judge |= self.on_event(e),
+                Err(_) => break,
+            }
         }
         judge
     }
