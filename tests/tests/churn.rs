@@ -53,36 +53,8 @@ fn cgroups_coming_and_going_while_the_daemon_sweeps_ask_for_no_full_pass() {
         t.mkdir(&format!("/system.slice/unit-{i}.scope"));
     }
     let d = sources::daemon(&t, "reading");
-    let churn_root = t.mkdir("/kubepods/burstable");
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut churner = Churner(
-        stop.clone(),
-        Some({
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                let started = std::time::Instant::now();
-                while !stop.load(Ordering::Relaxed) {
-                    // Paced: 100 pods a second, 5 cgroups made and removed each.
-                    let due = started + Duration::from_millis(10 * n);
-                    if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
-                        std::thread::sleep(wait);
-                    }
-                    let pod = churn_root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
-                    let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
-                    for d in &dirs {
-                        let _ = std::fs::create_dir_all(d);
-                    }
-                    for d in &dirs {
-                        let _ = std::fs::remove_dir(d);
-                    }
-                    let _ = std::fs::remove_dir(&pod);
-                    n += 1;
-                }
-                n
-            })
-        }),
-    );
+    // Paced: 100 pods a second, 5 cgroups made and removed each.
+    let mut churner = Churner::start(t.mkdir("/kubepods/burstable"), Duration::from_millis(10));
     let sweeps = |d: &Daemon| d.metric("cgaudit_attachment_sweeps_total").unwrap_or(0.0);
     let before = sweeps(&d);
     let swept = wait_until(Duration::from_secs(60), || sweeps(&d) >= before + 5.0);
@@ -109,33 +81,9 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
     let dev = Prog::load("", "device");
     let _dev = Attached::new(&stable, &dev, ALLOW_MULTI);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let churn_root = t.mkdir("/kubepods/burstable");
     // Stopped and joined however this function ends (a failed assertion
     // included), before `t` removes the tree it would otherwise refill.
-    let mut churner = Churner(
-        stop.clone(),
-        Some({
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    // A pod with containers appears and disappears.
-                    let pod = churn_root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
-                    let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
-                    for d in &dirs {
-                        let _ = std::fs::create_dir_all(d);
-                    }
-                    for d in &dirs {
-                        let _ = std::fs::remove_dir(d);
-                    }
-                    let _ = std::fs::remove_dir(&pod);
-                    n += 1;
-                }
-                n
-            })
-        }),
-    );
+    let mut churner = Churner::start(t.mkdir("/kubepods/burstable"), Duration::ZERO);
 
     let mut vanished = 0;
     let mut audits = 0;
@@ -156,6 +104,35 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
 struct Churner(Arc<AtomicBool>, Option<std::thread::JoinHandle<u64>>);
 
 impl Churner {
+    /// A pod with containers appears and disappears below `root`, again
+    /// and again: one every `every` (zero: as fast as it can).
+    fn start(root: std::path::PathBuf, every: Duration) -> Churner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut n = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                let due = started + every * n as u32;
+                if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let pod = root.join(format!("pod{:08x}-0000-4000-8000-000000000000", n % 64));
+                let dirs: Vec<_> = (0..4).map(|c| pod.join(format!("{:064x}", c))).collect();
+                for d in &dirs {
+                    let _ = std::fs::create_dir_all(d);
+                }
+                for d in &dirs {
+                    let _ = std::fs::remove_dir(d);
+                }
+                let _ = std::fs::remove_dir(&pod);
+                n += 1;
+            }
+            n
+        });
+        Churner(stop, Some(thread))
+    }
+
     /// Stops the thread; the number of cycles it ran.
     fn finish(&mut self) -> u64 {
         self.0.store(true, Ordering::Relaxed);
