@@ -69,11 +69,6 @@ impl Sets {
         s
     }
 
-    /// Takes `s` as the one of its value, if none is held yet.
-    pub fn adopt(&mut self, s: &Shared) {
-        self.by_value.entry((**s).clone()).or_insert_with(|| s.clone());
-    }
-
     #[cfg(test)]
     fn len(&self) -> usize {
         self.by_value.len()

@@ -77,7 +77,8 @@ pub struct Picture {
     levels: HashMap<u64, Level>,
     /// What runs from above the audit root (from the full pass).
     above: Level,
-    /// The distinct effective sets the pods and containers hold.
+    /// The distinct effective sets of the pods and containers worked out
+    /// since the full pass (whose own are shared by `coverage::assign`).
     sets: Sets,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
@@ -103,12 +104,7 @@ impl Picture {
             h.1.push(a.prog_id);
         }
         let above = Level::above(levels.get(&snap.root.cgroup_id).unwrap_or(&Level::default()), &snap.root_effective);
-        let mut sets = Sets::default();
-        for p in &snap.pods {
-            sets.adopt(&p.effective);
-            p.containers.iter().for_each(|c| sets.adopt(&c.effective));
-        }
-        Picture { snap, nodes, levels, above, sets, generation: 0, tree_changes: 0, tracked }
+        Picture { snap, nodes, levels, above, sets: Sets::default(), generation: 0, tree_changes: 0, tracked }
     }
 
     pub fn snapshot(&self) -> &Snapshot {

@@ -87,10 +87,14 @@ impl Owned {
     }
 }
 
-/// The cgroups with programs of their own on a hook judged, sorted: where
-/// a container's programs can differ from its pod's; and the longest of
-/// their paths.
-struct OwnPrograms<'a>(Vec<&'a str>, usize);
+/// The cgroups with programs of their own on a hook judged: where a
+/// container's programs can differ from its pod's.
+struct OwnPrograms<'a> {
+    /// Their paths, sorted.
+    paths: Vec<&'a str>,
+    /// The length of the longest.
+    longest: usize,
+}
 
 impl<'a> OwnPrograms<'a> {
     fn new(snap: &'a Snapshot, hooks: &[AttachType]) -> OwnPrograms<'a> {
@@ -99,7 +103,7 @@ impl<'a> OwnPrograms<'a> {
         own.sort_unstable();
         own.dedup();
         let longest = own.iter().map(|p| p.len()).max().unwrap_or(0);
-        OwnPrograms(own, longest)
+        OwnPrograms { paths: own, longest }
     }
 
     /// Whether some cgroup below `pod` has programs of its own on a hook
@@ -111,11 +115,11 @@ impl<'a> OwnPrograms<'a> {
     fn below(&self, pod: &str) -> bool {
         // Nothing that short is below a path this long (and its text is
         // not read: on the common node, programs only at the root).
-        if pod.len() >= self.1 {
+        if pod.len() >= self.longest {
             return false;
         }
-        let from = self.0.partition_point(|q| *q < pod);
-        self.0[from..].iter().take_while(|q| q.starts_with(pod)).any(|q| q.as_bytes().get(pod.len()) == Some(&b'/'))
+        let from = self.paths.partition_point(|q| *q < pod);
+        self.paths[from..].iter().take_while(|q| q.starts_with(pod)).any(|q| q.as_bytes().get(pod.len()) == Some(&b'/'))
     }
 }
 
