@@ -5,10 +5,45 @@
 
 use std::path::Path;
 
+/// The commit the agent is built from, for `cgaudit_build_info` and the
+/// report: `$CGAUDIT_REVISION` when set (a build from a source archive),
+/// else `git rev-parse`, else "unknown".
+fn revision(workspace: &Path) -> String {
+    println!("cargo:rerun-if-env-changed=CGAUDIT_REVISION");
+    if let Some(r) = std::env::var("CGAUDIT_REVISION").ok().filter(|r| !r.is_empty()) {
+        return r;
+    }
+    let git = workspace.join(".git");
+    // HEAD names a branch whose ref file (or packed-refs) moves on commit.
+    for f in ["HEAD", "packed-refs"] {
+        if git.join(f).exists() {
+            println!("cargo:rerun-if-changed={}", git.join(f).display());
+        }
+    }
+    if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
+        && let Some(r) = head.trim().strip_prefix("ref: ")
+        && git.join(r).exists()
+    {
+        println!("cargo:rerun-if-changed={}", git.join(r).display());
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(workspace)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
     let ebpf = Path::new(&manifest).join("../agent-ebpf");
     let ebpf = ebpf.canonicalize().expect("agent-ebpf next to agent");
+    let workspace = Path::new(&manifest).join("..");
+    println!("cargo:rustc-env=CGAUDIT_REVISION={}", revision(&workspace));
     println!("cargo:rerun-if-env-changed=PATH");
     let on_path =
         std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bpf-linker").is_file()));

@@ -8,6 +8,7 @@
 
 pub(crate) mod attribution;
 pub mod bpf;
+pub mod build;
 pub(crate) mod cgroup;
 pub mod cli;
 pub mod cmd;

@@ -39,6 +39,29 @@ impl Trigger {
     }
 }
 
+/// The labels of `cgaudit_socket_lb_misattached`. The pod and container a
+/// series is about are `pod_namespace`, `pod_name`, `container_name` (as
+/// in the JSON report), never `namespace`, `pod`, `container`: the
+/// Prometheus Operator sets those on every target it scrapes (the agent's
+/// own pod), and would rename ours to `exported_*`.
+pub const MISATTACHED_LABELS: &[&str] = &[
+    "cgroup",
+    "attach_type",
+    "owner",
+    "pod_namespace",
+    "pod_name",
+    "container_name",
+    "pod_uid",
+    "container_id",
+    "prog_name",
+    "attached_by",
+];
+
+/// The labels of `cgaudit_socket_lb_misattached_programs`: one series per
+/// misattached cgroup, its hooks in one label.
+pub const MISATTACHED_CGROUP_LABELS: &[&str] =
+    &["cgroup", "owner", "pod_namespace", "pod_name", "container_name", "pod_uid", "container_id", "hooks"];
+
 /// Why an audit failed or was incomplete.
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
 
@@ -50,8 +73,12 @@ fn finding_series() -> impl Iterator<Item = (Kind, Severity)> {
 
 pub struct Metrics {
     pub registry: Registry,
+    /// The standard `process_*` series (CPU, memory, descriptors, start
+    /// time), which carry no `cgaudit_` prefix.
+    process: Registry,
     findings: IntGaugeVec,
     misattached: IntGaugeVec,
+    misattached_cgroups: IntGaugeVec,
     attachments: IntGaugeVec,
     pods_without_socket_lb: IntGauge,
     audit_duration: Histogram,
@@ -118,27 +145,31 @@ impl Metrics {
         let gauge = |name: &str, help: &str| register(&r, IntGauge::new(name, help).expect("valid metric"));
         let counter = |name: &str, help: &str| register(&r, IntCounter::new(name, help).expect("valid metric"));
 
-        let build = gauge_vec("build_info", "cgaudit build and kernel; always 1.", &["version", "kernel"]);
-        build.with_label_values(&[env!("CARGO_PKG_VERSION"), kernel]).set(1);
+        let build = gauge_vec(
+            "build_info",
+            "The agent's version, the commit it was built from and the architecture it was built for; always 1.",
+            &["version", "revision", "arch"],
+        );
+        build.with_label_values(&[crate::build::VERSION, crate::build::REVISION, std::env::consts::ARCH]).set(1);
+        let kernel_info = gauge_vec("kernel_info", "The running kernel's release; always 1.", &["release"]);
+        kernel_info.with_label_values(&[kernel]).set(1);
+        let process = Registry::new();
+        #[cfg(target_os = "linux")]
+        process
+            .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
+            .expect("process metrics register once");
         let m = Metrics {
+            process,
             findings: gauge_vec("findings", "Findings of the last audit, by kind and severity.", &["kind", "severity"]),
             misattached: gauge_vec(
                 "socket_lb_misattached",
                 "1 per socket-LB program attached below the root cgroup (one series per finding of the last audit).",
-                // `namespace`, `pod`, `container`: kube-state-metrics' names, so
-                // the series joins with kube_pod_info and the like.
-                &[
-                    "cgroup",
-                    "attach_type",
-                    "owner",
-                    "namespace",
-                    "pod",
-                    "container",
-                    "pod_uid",
-                    "container_id",
-                    "prog_name",
-                    "attached_by",
-                ],
+                MISATTACHED_LABELS,
+            ),
+            misattached_cgroups: gauge_vec(
+                "socket_lb_misattached_programs",
+                "Socket-LB programs attached below the root cgroup, one series per cgroup that holds any, with the hooks they are on (what the misattachment alert pages on: one incident, one series).",
+                MISATTACHED_CGROUP_LABELS,
             ),
             attachments: gauge_vec(
                 "attachments",
@@ -387,8 +418,12 @@ impl Metrics {
             self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
         }
         self.misattached.reset();
-        for f in findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot) {
-            let attached_by = f.attached_by.as_ref().map(|a| format!("{} ({})", a.comm, a.pid)).unwrap_or_default();
+        self.misattached_cgroups.reset();
+        let below: Vec<&Finding> = findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot).collect();
+        for f in &below {
+            // The command that attached it; never its pid, which would make
+            // a new series at every restart of the attaching process.
+            let attached_by = f.attached_by.as_ref().map_or("", |a| a.comm.as_str());
             self.misattached
                 .with_label_values(&[
                     f.cgroup.as_deref().unwrap_or(""),
@@ -400,9 +435,35 @@ impl Metrics {
                     f.pod_uid.as_deref().unwrap_or(""),
                     f.container_id.as_deref().unwrap_or(""),
                     f.prog_name.as_deref().unwrap_or(""),
-                    &attached_by,
+                    attached_by,
                 ])
                 .set(1);
+        }
+        // One series per misattached cgroup and owner, naming its hooks.
+        let mut by_cgroup: std::collections::BTreeMap<
+            (&str, Owner),
+            (&Finding, std::collections::BTreeSet<AttachType>, i64),
+        > = Default::default();
+        for f in &below {
+            let key = (f.cgroup.as_deref().unwrap_or(""), f.owner.unwrap_or(Owner::Unknown));
+            let entry = by_cgroup.entry(key).or_insert_with(|| (f, Default::default(), 0));
+            entry.1.extend(f.attach_type);
+            entry.2 += 1;
+        }
+        for ((cgroup, owner), (f, hooks, n)) in by_cgroup {
+            let hooks: Vec<&str> = hooks.into_iter().map(AttachType::name).collect();
+            self.misattached_cgroups
+                .with_label_values(&[
+                    cgroup,
+                    owner.as_str(),
+                    f.pod_namespace.as_deref().unwrap_or(""),
+                    f.pod_name.as_deref().unwrap_or(""),
+                    f.container_name.as_deref().unwrap_or(""),
+                    f.pod_uid.as_deref().unwrap_or(""),
+                    f.container_id.as_deref().unwrap_or(""),
+                    &hooks.join(","),
+                ])
+                .set(n);
         }
         self.pods_without_socket_lb
             .set(findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
@@ -415,10 +476,12 @@ impl Metrics {
         self.attachments.with_label_values(&[attach_type.name(), owner.as_str(), location]).add(delta);
     }
 
-    /// The text exposition format.
+    /// The text exposition format: the agent's series, then `process_*`.
     pub fn render(&self) -> String {
+        let mut families = self.registry.gather();
+        families.extend(self.process.gather());
         let mut buf = Vec::new();
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        let _ = TextEncoder::new().encode(&families, &mut buf);
         String::from_utf8(buf).unwrap_or_default()
     }
 }

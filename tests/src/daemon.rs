@@ -73,13 +73,26 @@ impl Daemon {
         if d.wait_until_answers("/readyz") { Ok(d) } else { Err(d.logs()) }
     }
 
-    fn spawn(mut base: Command, args: &[&str]) -> Daemon {
+    /// Like `start`, listening as `--listen <listen>` says (`:PORT`,
+    /// `localhost:PORT`, ...); `addr` is where the test reaches it.
+    pub fn start_listening(listen: &str, addr: std::net::SocketAddr, args: &[&str]) -> Daemon {
+        let mut d = Self::spawn_at(Command::new(agent_bin()), listen, addr, args);
+        let up = d.wait_until_answers("/healthz");
+        assert!(up, "agent run --listen {listen} never answered /healthz at {addr}:\n{}", d.logs());
+        d
+    }
+
+    fn spawn(base: Command, args: &[&str]) -> Daemon {
         let addr = free_addr();
+        Self::spawn_at(base, &addr.to_string(), addr, args)
+    }
+
+    fn spawn_at(mut base: Command, listen: &str, addr: std::net::SocketAddr, args: &[&str]) -> Daemon {
         let log = tempfile::NamedTempFile::new().expect("log file");
         let child = base
             .arg("run")
             .arg("--listen")
-            .arg(addr.to_string())
+            .arg(listen)
             .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())

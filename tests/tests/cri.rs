@@ -118,7 +118,11 @@ fn a_cilium_agent_in_a_cri_pod_is_named_by_pod_and_container() {
     let table = ctd.agent(&table_args).stdout;
     assert!(table.contains(&format!("where: pod kube-system/cilium-x7k2p (uid {})", cilium.uid)), "{table}");
     assert!(table.contains(&format!("container cilium-agent (containerd {}…)", &cid[..12])), "{table}");
-    assert_eq!(table.matches("agent remount --apply").count(), 1, "one fix for one cause: {table}");
+    assert_eq!(
+        table.matches("--apply --detach-misattached --unpin-stale-links").count(),
+        1,
+        "one fix for one cause: {table}"
+    );
     assert!(table.contains("fix:   the same as above."), "{table}");
 }
 
@@ -184,7 +188,7 @@ fn the_daemon_labels_misattachment_with_the_pod_and_drops_it_with_the_pod() {
     );
     let (cilium, cid) = cilium_pod(&mut ctd);
     let series = format!(
-        "cgaudit_socket_lb_misattached{{namespace=\"kube-system\",pod=\"cilium-x7k2p\",container=\"cilium-agent\",pod_uid=\"{}\",container_id=\"{cid}\"}}",
+        "cgaudit_socket_lb_misattached{{pod_namespace=\"kube-system\",pod_name=\"cilium-x7k2p\",container_name=\"cilium-agent\",pod_uid=\"{}\",container_id=\"{cid}\"}}",
         cilium.uid
     );
     let labelled = wait_until(Duration::from_secs(20), || daemon.metric(&series) == Some(1.0));

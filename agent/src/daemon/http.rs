@@ -87,24 +87,36 @@ impl Drop for Slot {
     }
 }
 
-/// Serves until `stop` turns true.
+/// Serves on every listener until `stop` turns true.
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     shared: Arc<Shared>,
     worker: crossbeam_channel::Sender<Msg>,
     audit: AuditEndpoint,
     stale_after: Duration,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let app = App { shared, worker, audit, stale_after };
     let router = Router::new()
+        .route("/", get(landing))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/audit", get(latest_audit))
         .route("/events", get(recent_events))
+        .fallback(not_found)
         .with_state(app);
+    // One count of connections over every listener.
     let slots = Arc::new(Slots::default());
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        accepting.spawn(accept(listener, router.clone(), slots.clone(), stop.clone()));
+    }
+    while accepting.join_next().await.is_some() {}
+}
+
+/// Accepts connections on one listener until `stop` turns true.
+async fn accept(listener: TcpListener, router: Router, slots: Arc<Slots>, mut stop: watch::Receiver<bool>) {
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -135,6 +147,31 @@ pub async fn serve(
     }
 }
 
+/// The page at `/`, as exporters have one: what this is and its endpoints.
+const LANDING: &str = concat!(
+    "<!DOCTYPE html>\n<html><head><title>cgaudit agent</title></head><body>\n",
+    "<h1>cgaudit agent</h1>\n",
+    "<p>Audits where eBPF programs are attached in the cgroup v2 hierarchy of this node. Version ",
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("CGAUDIT_REVISION"),
+    ").</p>\n<ul>\n",
+    "<li><a href=\"metrics\">/metrics</a>: Prometheus metrics</li>\n",
+    "<li><a href=\"healthz\">/healthz</a>: 200 while the agent makes progress</li>\n",
+    "<li><a href=\"readyz\">/readyz</a>: 200 once an audit of the whole node has completed; why not, otherwise</li>\n",
+    "<li><a href=\"audit\">/audit</a>: the node as the agent sees it, JSON (loopback peers only by default)</li>\n",
+    "<li><a href=\"events\">/events</a>: the last kernel events about cgroup attachments, JSON (as /audit)</li>\n",
+    "</ul>\n</body></html>\n"
+);
+
+async fn landing() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], LANDING)
+}
+
+async fn not_found() -> impl IntoResponse {
+    (StatusCode::NOT_FOUND, "not found: see / for the endpoints\n")
+}
+
 async fn metrics(State(app): State<App>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], app.shared.metrics.render())
 }
@@ -152,6 +189,9 @@ async fn healthz(State(app): State<App>) -> impl IntoResponse {
 async fn readyz(State(app): State<App>) -> impl IntoResponse {
     if !app.shared.ready.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "no audit has completed yet\n".to_owned());
+    }
+    if let Some(why) = app.shared.incomplete() {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("the audit cannot see the whole node: {why}\n"));
     }
     let last = app.shared.last_success.load(Ordering::Relaxed);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);

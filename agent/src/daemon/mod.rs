@@ -7,6 +7,7 @@
 
 pub mod history;
 pub mod http;
+pub mod listen;
 pub mod picture;
 pub mod worker;
 
@@ -30,13 +31,26 @@ const REQUESTS: usize = 64;
 /// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
 /// (exit 1). Returns the exit code.
 pub async fn serve(args: &RunArgs) -> u8 {
-    let listener = match tokio::net::TcpListener::bind(args.listen).await {
-        Ok(l) => l,
+    let bound = match listen::listen(&args.listen) {
+        Ok(b) => b,
         Err(e) => {
-            tracing::error!("cannot listen on {}: {e}", args.listen);
+            tracing::error!("{e}");
             return 2;
         }
     };
+    if let Some(note) = &bound.note {
+        tracing::info!(listen = %args.listen, "{note}");
+    }
+    let mut listeners = Vec::new();
+    for l in bound.listeners {
+        match tokio::net::TcpListener::from_std(l) {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                tracing::error!("cannot listen on {}: {e}", args.listen);
+                return 2;
+            }
+        }
+    }
     let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(REQUESTS);
     let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::snapshot::Event>(QUEUE);
@@ -111,7 +125,7 @@ pub async fn serve(args: &RunArgs) -> u8 {
     // a full pass.
     let stale_after = args.interval.saturating_mul(3).max(Duration::from_secs(10));
     let http =
-        tokio::spawn(http::serve(listener, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
+        tokio::spawn(http::serve(listeners, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
     tracing::info!(listen = %args.listen, interval = ?args.interval, "cgaudit agent running");
 
     let code = tokio::select! {
