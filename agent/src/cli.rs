@@ -1,6 +1,5 @@
 //! Command line. The doc comments are the `--help` text.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
 
 use crate::cgroup::root::{self, RootError};
+pub use crate::daemon::listen::Listen;
 use crate::findings::Policy;
 use crate::scan::{ScanOptions, WalkMethod};
 use crate::trace::{Requested, Source};
@@ -93,10 +93,12 @@ pub enum Command {
     /// tracefs mount.
     ///
     /// HTTP endpoints on --listen:
-    ///   /metrics  Prometheus text format
-    ///   /healthz  200 while the process runs
-    ///   /readyz   200 once an audit has completed, 503 before or when the
-    ///             last one is older than three intervals
+    ///   /         what this is, and links to the rest
+    ///   /metrics  Prometheus text format (cgaudit_* and process_*)
+    ///   /healthz  200 while the worker makes progress
+    ///   /readyz   200 once an audit has completed, 503 before, when the
+    ///             last one is older than three intervals, or while the
+    ///             audit cannot see the whole node (no hostPID), with why
     ///   /audit    the node as the daemon sees it now, in the JSON schema of
     ///             `agent audit` (loopback peers only, see --audit-endpoint)
     ///   /events   the last 1,024 attach/detach and cgroup events (callers
@@ -108,15 +110,22 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
 
-    /// Repair a CNI's cgroup2 mount: mount cgroup2 at PATH from the target's
-    /// (PID 1's) cgroup and mount namespaces, as Cilium's mount-cgroup init
-    /// container does with nsenter, but planned, verified and loud.
+    /// Repair a CNI's cgroup2 mount: mount cgroup2 at its mount point from
+    /// the target's (PID 1's) cgroup and mount namespaces, as Cilium's
+    /// mount-cgroup init container does with nsenter, but planned, verified
+    /// and loud.
+    ///
+    /// The path is the mount point of the CNI whose socket-LB programs, agent
+    /// or mount the node has (/run/cilium/cgroupv2, /run/calico/cgroup);
+    /// --path names it where that cannot be told.
     ///
     /// Without --apply it only prints the plan and changes nothing.
     ///   path absent                      -> create it and mount cgroup2
+    ///   an empty directory               -> mount cgroup2
     ///   cgroup2 rooted at the root       -> nothing to do
     ///   cgroup2 from a private namespace -> replace it
-    ///   anything else, or not a dir      -> refuse
+    ///   a directory with entries, another
+    ///   filesystem, a link, not a dir    -> refuse
     ///
     /// Fixing the mount does not move programs already attached to the wrong
     /// cgroup: --detach-misattached detaches the CNI-owned socket-LB programs
@@ -125,8 +134,8 @@ pub enum Command {
     /// Then restart the CNI agent pod on the node (the command is printed).
     ///
     /// Exit codes: 0 nothing to do or done, 1 a change is needed (dry run),
-    /// 2 refused or failed. Changes are made under a lock (/run/cgaudit-
-    /// remediation.lock in the target's mount namespace), one log line each.
+    /// 2 refused or failed. Changes are made under a lock in the target's
+    /// mount namespace, /run/cgaudit-remediation.lock, one log line each.
     ///
     /// Examples:
     ///   agent remount                                  # what would change?
@@ -157,10 +166,24 @@ pub struct HelperArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct RemountArgs {
-    /// The CNI's cgroup2 mount point (Cilium's cgroup.hostRoot; Calico uses
-    /// /run/calico/cgroup).
-    #[arg(long, value_name = "PATH", default_value = "/run/cilium/cgroupv2", value_parser = absolute_path)]
-    pub path: PathBuf,
+    /// The CNI's cgroup2 mount point: /run/cilium/cgroupv2 (Cilium's
+    /// cgroup.hostRoot) or /run/calico/cgroup (Calico) [default: the mount
+    /// point of the CNI whose socket-LB programs, agent or mount the node
+    /// has; asked for when that cannot be told]. Any other path is refused
+    /// without --force.
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
+    pub path: Option<PathBuf>,
+
+    /// Mount at a --path that is not a known CNI mount point (a Cilium
+    /// whose cgroup.hostRoot was changed). A non-empty directory, another
+    /// filesystem's mount or a symbolic link is refused all the same.
+    #[arg(long, requires = "path")]
+    pub force: bool,
+
+    /// PID 1 of <PROC> is a nested node's init (kind, k0s): its cgroup
+    /// namespace is the reference root even when nothing of a node is seen.
+    #[arg(long, env = "CGAUDIT_NESTED_NODE")]
+    pub nested_node: bool,
 
     /// The process whose cgroup and mount namespaces are the node's.
     #[arg(long, value_name = "PID", default_value_t = 1)]
@@ -174,8 +197,9 @@ pub struct RemountArgs {
     #[arg(long)]
     pub detach_misattached: bool,
 
-    /// Also remove Cilium's pinned cgroup links (BPFFS/cilium/socketlb/links/
-    /// cgroup/) that point at a cgroup other than the root.
+    /// Also remove Cilium's pinned cgroup links that point at a cgroup other
+    /// than the root (in <BPFFS>/cilium/socketlb/links/cgroup). Skipped, with
+    /// a note, where the target has no bpffs.
     #[arg(long)]
     pub unpin_stale_links: bool,
 
@@ -189,7 +213,8 @@ pub struct RemountArgs {
     #[arg(long, value_name = "PROC", default_value = "/proc")]
     pub proc: PathBuf,
 
-    /// Output format.
+    /// Output format: `table` (the plan, what was done, what to do next) or
+    /// `json` (the same as one document).
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
 
@@ -203,19 +228,50 @@ pub struct RemountArgs {
     pub node_name: Option<String>,
 }
 
+/// `agent remount --output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
+    /// For people.
+    Table,
+    /// One JSON document.
+    Json,
+}
+
+/// `agent audit --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditOutput {
     /// A summary line, findings with explanations, then attachments per cgroup.
     Table,
-    /// A versioned document (schema_version) for scripts and fleet collection.
+    /// A versioned document (schema_version) for scripts and fleet
+    /// collection; on exit 2 too (`{"status": "error", "error": ...}`).
     Json,
+    /// One line naming the verdict and the top finding (kind, pod,
+    /// container, hooks), at most 200 bytes, on stdout whatever the exit
+    /// code: node-problem-detector's condition message.
+    Summary,
+}
+
+/// `--fail-on`: the least severe finding that makes the exit code 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 on any finding.
+    Warning,
+    /// Exit 1 on critical findings only; warnings alone exit 0 (and are
+    /// named in the output). What node-problem-detector's plugin uses, so
+    /// that warnings seen during a CNI restart (cni_leftover_programs) do
+    /// not flip a node condition.
+    Critical,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_enum, default_value_t = AuditOutput::Table)]
+    pub output: AuditOutput,
+
+    /// The least severe finding that makes the exit code 1.
+    #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::Warning)]
+    pub fail_on: FailOn,
 
     #[command(flatten)]
     pub scan: ScanArgs,
@@ -305,9 +361,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub scan: ScanArgs,
 
-    /// Address for /metrics, /healthz, /readyz and /audit.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9974")]
-    pub listen: SocketAddr,
+    /// Where to serve /metrics, /healthz, /readyz, /audit and /events:
+    /// `[::]:PORT` or `:PORT` (every address, IPv4 and IPv6; IPv4 only on a
+    /// node without IPv6), `IP:PORT`, or `HOST:PORT` (every address the name
+    /// resolves to).
+    #[arg(long, value_name = "ADDR", default_value = "[::]:9974")]
+    pub listen: Listen,
 
     /// Time between full passes over the cgroup tree (jittered by +-10%),
     /// 1s to 24h. Kernel events update the picture in between.
@@ -334,7 +393,7 @@ pub struct RunArgs {
     pub audit_endpoint: AuditEndpoint,
 
     /// The most cgroups the daemon keeps a tree of, to apply kernel events
-    /// to (about 100 bytes a cgroup, 320 at most with 255-byte names). A
+    /// to (about 100 bytes a cgroup; 360 measured with 240-byte names). A
     /// node past it (a pod making cgroups by the hundred thousand) is
     /// audited by full passes only: every --interval, and when events or
     /// sweeps see a change, at most every 20 times what a pass takes;
@@ -365,7 +424,8 @@ pub struct ScanArgs {
     pub proc: PathBuf,
 
     /// Audit this cgroup2 directory instead of discovering the hierarchy root;
-    /// its top then counts as the root.
+    /// its top then counts as the root, and exit 0 says only that nothing is
+    /// wrong below it.
     #[arg(long, value_name = "DIR")]
     pub cgroup_root: Option<PathBuf>,
 
@@ -396,6 +456,15 @@ pub struct ScanArgs {
     /// each hook with BPF_PROG_QUERY, as `bpftool cgroup tree` does.
     #[arg(long, value_enum, value_name = "METHOD", default_value_t = WalkMethod::Auto)]
     pub walk: WalkMethod,
+
+    /// PID 1 of <PROC> is a nested node's init (kind, k0s, a node in a
+    /// container) whose PID and cgroup namespaces are not the initial ones:
+    /// audit from them even when nothing of a node (kubepods cgroups, a
+    /// kubelet, a container runtime, a CNI agent) is visible there. Without
+    /// it, such a view counts as incomplete (exit 2): it is what a pod
+    /// without hostPID sees.
+    #[arg(long, env = "CGAUDIT_NESTED_NODE")]
+    pub nested_node: bool,
 }
 
 /// A flag that names a host path which is not what it must be.
@@ -437,6 +506,7 @@ impl ScanArgs {
             cgroup_root: self.cgroup_root.clone(),
             node_name: self.node_name.clone(),
             walk: self.walk,
+            nested_node: self.nested_node,
             ..ScanOptions::node(self.proc.clone())
         }
     }

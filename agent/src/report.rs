@@ -1,12 +1,14 @@
 //! The audit report: a versioned JSON document for scripts and fleets, and a
 //! table for people. Both are rendered from the same `Report`.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::RootKind;
+use crate::cli::FailOn;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
 use crate::snapshot::{CgroupMount, ScanError, Snapshot, WalkUsed};
@@ -14,6 +16,10 @@ use crate::text::Lines;
 
 /// Bumped on any incompatible change of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The longest `--output summary` line: node-problem-detector's
+/// `max_output_length` in the shipped plugin config (NPD cuts there).
+pub const ONE_LINE_MAX: usize = 200;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AttachmentOut {
@@ -67,12 +73,67 @@ pub struct Skipped {
     pub links: u64,
 }
 
+/// The agent that wrote a report.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Agent {
+    pub version: &'static str,
+    /// The commit it was built from.
+    pub revision: &'static str,
+}
+
+impl Agent {
+    pub const THIS: Agent = Agent { version: crate::build::VERSION, revision: crate::build::REVISION };
+}
+
+/// Whether the audit saw the whole node, and if not, why.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    pub complete: bool,
+    /// What hid part of the node (`null` when complete).
+    pub reason: Option<String>,
+}
+
+/// Now, as RFC 3339 (UTC, seconds).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What `agent audit --output json` prints when there is no report to
+/// print (exit 2): a fleet collector reading JSON gets JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorReport {
+    pub schema_version: u32,
+    /// Always `error`.
+    pub status: &'static str,
+    pub error: String,
+    pub node: String,
+    pub agent: Agent,
+    pub generated_at: String,
+}
+
+impl ErrorReport {
+    pub fn new(error: String, node: String) -> ErrorReport {
+        ErrorReport {
+            schema_version: SCHEMA_VERSION,
+            status: "error",
+            error,
+            node,
+            agent: Agent::THIS,
+            generated_at: now_rfc3339(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
     pub node: String,
+    pub agent: Agent,
+    /// When the node was seen so (RFC 3339, UTC).
+    pub generated_at: String,
     pub kernel: String,
     pub status: Status,
+    pub view: View,
     pub cgroup_root: String,
     pub root_cgroup_id: u64,
     pub root_kind: RootKind,
@@ -92,9 +153,10 @@ pub struct Report {
 impl Report {
     pub fn new(snap: &Snapshot, policy: &Policy) -> Report {
         let findings = findings::evaluate(snap, policy);
+        let incomplete = findings::incomplete(snap);
         let status = if !findings.is_empty() {
             Status::Problem
-        } else if !findings::complete(snap) {
+        } else if incomplete.is_some() {
             Status::Incomplete
         } else {
             Status::Ok
@@ -119,8 +181,11 @@ impl Report {
         Report {
             schema_version: SCHEMA_VERSION,
             node: snap.node.clone(),
+            agent: Agent::THIS,
+            generated_at: now_rfc3339(),
             kernel: snap.kernel.clone(),
             status,
+            view: View { complete: incomplete.is_none(), reason: incomplete },
             cgroup_root: snap.root.path.display().to_string(),
             root_cgroup_id: snap.root.cgroup_id,
             root_kind: snap.root.kind,
@@ -150,17 +215,27 @@ impl Report {
         }
     }
 
-    /// The audit saw the real root (not only a namespaced view).
+    /// The audit saw the whole node: the real root, and the node's processes.
     pub fn view_complete(&self) -> bool {
-        self.root_kind != RootKind::Namespaced
+        self.view.complete
+    }
+
+    /// The findings that make the exit code 1 under `fail_on`.
+    pub fn failing(&self, fail_on: FailOn) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(move |f| fail_on == FailOn::Warning || f.severity == Severity::Critical)
     }
 
     /// node-problem-detector's plugin contract: 0 OK, 1 problem, 2 unknown.
-    pub fn exit_code(&self) -> u8 {
-        match self.status {
-            Status::Ok => 0,
-            Status::Problem => 1,
-            Status::Incomplete => 2,
+    /// A finding at `fail_on` or above is a problem whatever the view (it
+    /// is there however much else was hidden); below it, an incomplete view
+    /// cannot be called OK.
+    pub fn exit_code(&self, fail_on: FailOn) -> u8 {
+        if self.failing(fail_on).next().is_some() {
+            1
+        } else if !self.view.complete {
+            2
+        } else {
+            0
         }
     }
 
@@ -190,9 +265,7 @@ impl Report {
         let verdict = match self.status {
             Status::Ok => "OK: no misplaced socket-LB programs".to_owned(),
             Status::Problem => format!("PROBLEM: {} finding(s), {} critical", v.findings, v.critical),
-            Status::Incomplete => {
-                "INCOMPLETE: the real root cgroup could not be reached; not reporting clean".to_owned()
-            }
+            Status::Incomplete => "INCOMPLETE: part of the node is out of view; not reporting clean".to_owned(),
         };
         let line = format!(
             "{verdict} | node {} | root {} (cgroup id {}, {}) | {} cgroups scanned, {} vanished, {} attachments",
@@ -207,11 +280,122 @@ impl Report {
         crate::text::escape(&line).into_owned()
     }
 
+    /// One line for node-problem-detector (`--output summary`): the
+    /// verdict under `fail_on` and the top finding (kind, pod, container,
+    /// hooks), most important first, at most `ONE_LINE_MAX` bytes, escaped.
+    pub fn one_line(&self, fail_on: FailOn) -> String {
+        let failing: Vec<&Finding> = self.failing(fail_on).collect();
+        let line = if let Some(top) = failing.first() {
+            let critical = failing.iter().filter(|f| f.severity == Severity::Critical).count();
+            format!(
+                "PROBLEM ({} finding{}, {critical} critical): {}",
+                failing.len(),
+                if failing.len() == 1 { "" } else { "s" },
+                self.describe(top)
+            )
+        } else if let Some(reason) = &self.view.reason {
+            format!("UNKNOWN: {reason}")
+        } else {
+            let at_root: BTreeSet<(Owner, AttachType)> = self
+                .attachments
+                .iter()
+                .filter(|a| a.cgroup == "/" && a.owner.is_cni() && a.attach_type.is_socket_lb())
+                .map(|a| (a.owner, a.attach_type))
+                .collect();
+            let owners: BTreeSet<&str> = at_root.iter().map(|(o, _)| o.as_str()).collect();
+            let mut line = if at_root.is_empty() {
+                "OK: no socket-LB programs on this node, none misplaced".to_owned()
+            } else {
+                format!(
+                    "OK: {} socket LB attached at the root cgroup ({} hook{}), none misplaced",
+                    owners.into_iter().collect::<Vec<_>>().join(" and "),
+                    at_root.len(),
+                    if at_root.len() == 1 { "" } else { "s" }
+                )
+            };
+            if !self.findings.is_empty() {
+                let kinds: BTreeSet<&str> = self.findings.iter().map(|f| f.kind.as_str()).collect();
+                line.push_str(&format!(
+                    "; {} warning{}: {}",
+                    self.findings.len(),
+                    if self.findings.len() == 1 { "" } else { "s" },
+                    kinds.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            line
+        };
+        let line = crate::text::escape(&line).into_owned();
+        if line.len() <= ONE_LINE_MAX {
+            return line;
+        }
+        let mut cut = ONE_LINE_MAX - 3;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}...", &line[..cut])
+    }
+
+    /// A finding in a few words: its kind, where (pod and container, or
+    /// cgroup), and the hooks of the findings of its kind there.
+    fn describe(&self, f: &Finding) -> String {
+        let mut s = f.kind.as_str().to_owned();
+        let pod = match (&f.pod_namespace, &f.pod_name, &f.pod_uid) {
+            (Some(ns), Some(name), _) => Some(format!("{ns}/{name}")),
+            (_, _, Some(uid)) => Some(uid.clone()),
+            _ => None,
+        };
+        let container =
+            f.container_name.clone().or_else(|| f.container_id.as_ref().map(|c| c.chars().take(12).collect()));
+        match (pod, container) {
+            (Some(p), Some(c)) => s.push_str(&format!(" in pod {p} container {c}")),
+            (Some(p), None) => s.push_str(&format!(" in pod {p}")),
+            _ => {
+                if let Some(m) = &f.mount_point {
+                    s.push_str(&format!(" at {m}"));
+                } else if let Some(c) = f.cgroup.as_deref().filter(|c| *c != "/") {
+                    s.push_str(&format!(" at {c}"));
+                }
+            }
+        }
+        let hooks: BTreeSet<AttachType> = self
+            .findings
+            .iter()
+            .filter(|g| g.kind == f.kind && g.cgroup == f.cgroup && g.owner == f.owner)
+            .filter_map(|g| g.attach_type)
+            .collect();
+        if !hooks.is_empty() {
+            let owner = f.owner.map(|o| format!("{} ", o.as_str())).unwrap_or_default();
+            let names: Vec<&str> = hooks.into_iter().map(AttachType::name).collect();
+            s.push_str(&format!(": {owner}{}", names.join(",")));
+        }
+        if f.kind == findings::Kind::PodsWithoutSocketLb {
+            let names: Vec<String> = f
+                .pods
+                .iter()
+                .take(3)
+                .map(|p| match (&p.namespace, &p.name) {
+                    (Some(ns), Some(n)) => format!("{ns}/{n}"),
+                    _ => p.uid.clone(),
+                })
+                .collect();
+            s.push_str(&format!(
+                ": {} pod{} ({})",
+                f.count.unwrap_or(0),
+                if f.count == Some(1) { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
+        s
+    }
+
     pub fn to_table(&self) -> String {
         let mut s = Lines::default();
         s.line(format_args!("{}", self.summary()));
         if let Some(note) = &self.root_note {
             s.line(format_args!("note: {note}"));
+        }
+        if let Some(reason) = self.view.reason.as_ref().filter(|r| Some(*r) != self.root_note.as_ref()) {
+            s.line(format_args!("note: incomplete view: {reason}"));
         }
         if let Some(reason) = &self.walk.fallback_reason {
             s.line(format_args!("note: cgroups read by syscalls, not in one kernel pass: {reason}"));
@@ -381,13 +565,13 @@ mod tests {
         let mut s = node();
         s.root.kind = RootKind::Namespaced;
         let r = Report::new(&s, &Policy::default());
-        assert_eq!((r.status, r.exit_code()), (Status::Incomplete, 2));
+        assert_eq!((r.status, r.exit_code(FailOn::Warning)), (Status::Incomplete, 2));
         cilium_connect(&mut s, CTR, CTR_ID);
         let r = Report::new(&s, &Policy::default());
-        assert_eq!(r.exit_code(), 1, "a problem seen through a partial view is still a problem");
+        assert_eq!(r.exit_code(FailOn::Warning), 1, "a problem seen through a partial view is still a problem");
         s.root.kind = RootKind::Hierarchy;
         s.attachments.clear();
         s.programs.clear();
-        assert_eq!(Report::new(&s, &Policy::default()).exit_code(), 0);
+        assert_eq!(Report::new(&s, &Policy::default()).exit_code(FailOn::Warning), 0);
     }
 }

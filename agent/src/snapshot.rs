@@ -316,6 +316,16 @@ pub struct ScanError {
     pub message: String,
 }
 
+/// Whether the processes the audit sees are the node's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum PidView {
+    /// The node's PID namespace, and how that is known.
+    Node { how: String },
+    /// Another (a pod's own, without hostPID), and what that hides.
+    NotNode { reason: String },
+}
+
 /// How the tree was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -373,6 +383,14 @@ pub struct Snapshot {
     /// is false).
     pub reference_cgroupns: Option<u64>,
     pub reference_ns_is_pid1: bool,
+    /// Whether the processes seen (CNI agents, PID 1's mounts) are the node's.
+    pub pid_view: PidView,
+    /// `--nested-node`: PID 1's namespaces are a nested node's, whatever
+    /// the audit sees in them.
+    pub nested_node: bool,
+    /// The command name of a process holding each program that no name
+    /// claims and that a known holder may own (`owner::HOLDERS`).
+    pub holders: BTreeMap<u32, String>,
     /// Processes of cgroups that hold socket-LB programs below the root.
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
     /// Paths (relative to the root) of cgroups the scan was asked to name:

@@ -66,7 +66,7 @@ fn bad_proc_and_bad_flags_are_refused() {
     let run = agent(&["audit", "--output", "yaml"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("invalid value 'yaml'"), "{}", run.stderr);
-    assert!(run.stderr.contains("[possible values: table, json]"), "{}", run.stderr);
+    assert!(run.stderr.contains("[possible values: table, json, summary]"), "{}", run.stderr);
     let run = agent(&["audit", "--bogus"]);
     assert_eq!(run.code, 2, "{run:?}");
     let run = agent(&["audit", "--walk", "fast"]);
@@ -106,12 +106,18 @@ fn unprivileged_run_names_the_missing_capability() {
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(agent_bin()).arg("audit");
     let run = run(c);
     assert_refused(&run, "missing capability CAP_SYS_ADMIN");
-    // Root without CAP_SYS_ADMIN is refused the same way.
+    // Root without CAP_SYS_ADMIN is refused the same way; asked for JSON,
+    // stdout says so as JSON too.
     let mut c = std::process::Command::new("setpriv");
     c.args(["--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"])
         .arg(agent_bin())
         .args(["audit", "--output", "json"]);
-    assert_refused(&integration_tests::run(c), "missing capability CAP_SYS_ADMIN");
+    let mut json = integration_tests::run(c);
+    let doc = json.json();
+    assert_eq!(doc["status"], "error");
+    assert!(doc["error"].as_str().unwrap().starts_with("missing capability CAP_SYS_ADMIN"), "{doc:#}");
+    json.stdout.clear();
+    assert_refused(&json, "missing capability CAP_SYS_ADMIN");
     assert_eq!(before, host_state());
 }
 

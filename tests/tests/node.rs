@@ -175,4 +175,26 @@ fn nested_node_audits_pid1s_cgroup_namespace_root() {
         report["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "socket_lb_below_root").expect("finding");
     assert_eq!(f["cgroup"], cgroupfs_pod("besteffort", OTHER_POD_UID));
     assert_eq!(f["pod_uid"], OTHER_POD_UID);
+    assert_eq!(report["view"]["complete"], true, "--nested-node (the sandbox's CGAUDIT_NESTED_NODE)");
+
+    // Without --nested-node, what runs on the node says whose PID namespace
+    // this is: a kubelet makes it a node's; nothing of a node, a pod's.
+    let unflagged = |setup: &str| {
+        let line = format!("{setup} exec env -u CGAUDIT_NESTED_NODE /bin/sh -c '{}'", script.replace('\'', "'\\''"));
+        integration_tests::run(sb.command(std::path::Path::new("/bin/sh"), &["-c", &line]))
+    };
+    let bare = unflagged("");
+    assert_eq!(bare.code, 2, "PID 1's cgroup namespace is not taken for a node's on no evidence: {bare:?}");
+    let report = bare.json();
+    assert_eq!(report["root_kind"], "namespaced");
+    assert_eq!(report["view"]["complete"], false, "{report:#}");
+    assert!(
+        report["view"]["reason"].as_str().unwrap().contains("no kubelet, container runtime or CNI agent runs in it")
+    );
+    let bin = tempfile::tempdir().unwrap();
+    let kubelet = bin.path().join("kubelet");
+    std::fs::copy(which("sleep").unwrap(), &kubelet).unwrap();
+    let with_kubelet = unflagged(&format!("{} 30 & ", kubelet.display()));
+    assert_eq!(with_kubelet.code, 1, "{with_kubelet:?}");
+    assert_eq!(with_kubelet.json()["view"]["complete"], true, "a kubelet runs there: a nested node");
 }

@@ -102,9 +102,10 @@ pub fn in_root_of(proc: &Path, pid: u32, path: &Path) -> PathBuf {
 /// Candidates: the auditor's own cgroup2 mounts, then PID 1's reached through
 /// `<proc>/1/root` (a hostPID pod in a private cgroupns gets there). The first
 /// whose top has id 1 wins. Failing that, PID 1's own cgroup2 mount is the
-/// reference (a nested node); failing that, the auditor's own view is used and
-/// marked `Namespaced`.
-pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
+/// reference (a nested node), when PID 1 is the node's init (`pid1_is_node`:
+/// not the agent's own pod's, see `scan::host::pid_view`); failing that, the
+/// auditor's own view is used and marked `Namespaced`.
+pub fn discover(proc: &Path, pid1_is_node: bool) -> Result<(AuditRoot, OwnedFd), RootError> {
     let own = read_mountinfo(Path::new("/proc/self/mountinfo"))?.mounts;
     let pid1_path = proc.join("1/mountinfo");
     let pid1 = read_mountinfo(&pid1_path).map(|m| m.mounts);
@@ -132,8 +133,10 @@ pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
             Err(e) => unreachable.push(e.to_string()),
         }
     }
-    // Nested node: PID 1's own cgroup2 mount is rooted at its cgroup namespace.
-    if let Some(i) = opened.iter().position(|o| o.1) {
+    // Nested node: PID 1's own cgroup2 mount is rooted at its cgroup
+    // namespace. Not when PID 1 is the agent's own pod's: its mount is the
+    // pod's cgroup, and nothing above it would be seen.
+    if let Some(i) = opened.iter().position(|o| o.1 && pid1_is_node) {
         let (path, _, fd, id) = opened.swap_remove(i);
         let note = Some("the hierarchy root (id 1) is not reachable from PID 1's mount namespace: auditing PID 1's cgroup-namespace root (nested node)".to_owned());
         return Ok((AuditRoot { path, cgroup_id: id, kind: RootKind::Pid1Namespace, note }, fd));
@@ -141,13 +144,14 @@ pub fn discover(proc: &Path) -> Result<(AuditRoot, OwnedFd), RootError> {
     if let Some((path, _, fd, id)) = opened.into_iter().next() {
         let why = match &pid1 {
             Err(e) => e.to_string(),
+            Ok(_) if !pid1_is_node => "PID 1 is not the node's init: the agent runs without hostPID".to_owned(),
             Ok(_) if unreachable.is_empty() => "PID 1 has no cgroup2 mount".to_owned(),
             Ok(_) => unreachable.join("; "),
         };
         let note = Some(format!(
             "the auditor runs in a private cgroup namespace: its cgroup2 mount is rooted at cgroup id {id}, not the hierarchy root, \
              and the host's view could not be reached ({why}). Attachments above this cgroup are invisible. \
-             Run with hostPID and CAP_SYS_PTRACE so /proc/1/root is reachable, or on the host."
+             Run with hostPID: true and CAP_SYS_PTRACE so /proc/1/root is reachable, or on the host."
         ));
         return Ok((AuditRoot { path, cgroup_id: id, kind: RootKind::Namespaced, note }, fd));
     }

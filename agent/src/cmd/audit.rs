@@ -3,9 +3,9 @@
 use std::io::Write;
 
 use super::EXIT_UNKNOWN;
-use crate::cli::{AuditArgs, Output, ScanArgs};
+use crate::cli::{AuditArgs, AuditOutput, ScanArgs};
 use crate::findings;
-use crate::report::Report;
+use crate::report::{ErrorReport, Report};
 use crate::scan;
 use crate::scan::names::Namer;
 
@@ -21,26 +21,46 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<Report> {
     Ok(Report::new(&snap, &policy))
 }
 
+/// What to print on stdout when the audit could not run (exit 2), where a
+/// collector or node-problem-detector reads: nothing for the table (the
+/// error is on stderr), a JSON document, or the summary line.
+pub fn print_error(output: AuditOutput, error: &str, node_name: Option<&str>) {
+    let error = crate::text::escape(error).into_owned();
+    let out = match output {
+        AuditOutput::Table => return,
+        AuditOutput::Json => {
+            let node = scan::host::node_name(node_name);
+            serde_json::to_string_pretty(&ErrorReport::new(error, node)).unwrap_or_default()
+        }
+        AuditOutput::Summary => format!("UNKNOWN: {error}"),
+    };
+    let _ = writeln!(std::io::stdout(), "{out}");
+}
+
 /// The `audit` subcommand: prints the report and returns the exit code.
 pub fn main(args: &AuditArgs) -> u8 {
     let report = match run(&args.scan) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("agent audit: error: {}", crate::text::escape(&format!("{e:#}")));
+            let e = format!("{e:#}");
+            eprintln!("agent audit: error: {}", crate::text::escape(&e));
+            print_error(args.output, &e, args.scan.node_name.as_deref());
             return EXIT_UNKNOWN;
         }
     };
+    let code = report.exit_code(args.fail_on);
     // A closed pipe (`| head`) is not an audit failure.
     let _ = match args.output {
-        Output::Table => std::io::stdout().write_all(report.to_table().as_bytes()),
+        AuditOutput::Table => std::io::stdout().write_all(report.to_table().as_bytes()),
         // Streamed: on a 50,000-cgroup node the document is ~15 MB.
-        Output::Json => report.write_json(std::io::BufWriter::new(std::io::stdout().lock())),
+        AuditOutput::Json => report.write_json(std::io::BufWriter::new(std::io::stdout().lock())),
+        AuditOutput::Summary => writeln!(std::io::stdout(), "{}", report.one_line(args.fail_on)),
     };
-    if report.exit_code() == EXIT_UNKNOWN {
+    if code == EXIT_UNKNOWN {
         eprintln!("agent audit: {}", report.summary());
-        if let Some(note) = &report.root_note {
-            eprintln!("agent audit: {}", crate::text::escape(note));
+        if let Some(why) = report.view.reason.as_ref().or(report.root_note.as_ref()) {
+            eprintln!("agent audit: {}", crate::text::escape(why));
         }
     }
-    report.exit_code()
+    code
 }

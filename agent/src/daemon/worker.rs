@@ -111,6 +111,9 @@ pub struct Shared {
     /// Events lost so far: in the kernel's ring, or with no room in the
     /// worker's queue (stored by the event reader).
     pub events_lost: AtomicU64,
+    /// Why the last audit could not see the whole node (no hostPID, a
+    /// namespaced cgroup view): /readyz says so.
+    pub incomplete: std::sync::Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -121,7 +124,18 @@ impl Shared {
             last_success: AtomicI64::new(0),
             heartbeat: AtomicI64::new(unix_now()),
             events_lost: AtomicU64::new(0),
+            incomplete: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Records whether the last judgement saw the whole node.
+    pub fn set_incomplete(&self, why: Option<String>) {
+        *self.incomplete.lock().unwrap_or_else(|e| e.into_inner()) = why;
+    }
+
+    /// Why the view is incomplete, if it is.
+    pub fn incomplete(&self) -> Option<String> {
+        self.incomplete.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Why the worker counts as stuck at `now` (Unix seconds), if it does.
@@ -767,13 +781,15 @@ impl Worker {
         picture.set_events(self.history.attachers());
         self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
+        let incomplete = findings::incomplete(picture.snapshot());
         let status = if !self.findings.is_empty() {
             Status::Problem
-        } else if findings::complete(picture.snapshot()) {
+        } else if incomplete.is_none() {
             Status::Ok
         } else {
             Status::Incomplete
         };
+        self.shared.set_incomplete(incomplete);
         let critical = self.findings.iter().filter(|f| f.severity == Severity::Critical).count();
         let report_verdict = Verdict { status, findings: self.findings.len(), critical };
         if self.verdict != Some(report_verdict) {
@@ -842,6 +858,13 @@ impl Worker {
         let _ = Self::name(&mut self.namer, &mut picture, &self.config.policy);
         let report = Report::new(picture.snapshot(), &self.config.policy);
         self.shared.metrics.audit_done(trigger, seconds, &report, unix_now());
+        if report.view.reason != self.shared.incomplete() {
+            match &report.view.reason {
+                Some(why) => tracing::warn!("the audit cannot see the whole node: {why}"),
+                None => tracing::info!("the audit sees the whole node again"),
+            }
+        }
+        self.shared.set_incomplete(report.view.reason.clone());
         let summary = report.summary();
         if self.verdict != Some(report.verdict()) {
             tracing::info!(trigger = trigger.as_str(), findings = report.findings.len(), "{summary}");
@@ -906,6 +929,7 @@ impl Worker {
             self.remediated.insert(path.clone(), Instant::now());
             let apply = self.config.remediate == Remediate::On;
             let (outcome, detail) = match Target::open(&self.config.scan.proc, 1)
+                .map(|t| t.nested_node(self.config.scan.nested_node))
                 .and_then(|t| t.remediate(std::path::Path::new(&path), apply))
             {
                 Err(e) => (Outcome::Failed, e.to_string()),

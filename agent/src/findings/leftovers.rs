@@ -14,7 +14,11 @@ pub(super) fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>
             continue;
         }
         let running: Vec<_> = agents(snap, cni).collect();
-        let reason = if running.is_empty() {
+        // An agent outside the audit's PID view is not visible, not absent:
+        // the audit says its view is incomplete instead.
+        let reason = if running.is_empty() && !sees_node_processes(snap) {
+            continue;
+        } else if running.is_empty() {
             format!("no {} process runs on this node", cni.agent_comm())
         } else if let Some(off) = running.iter().find(|p| p.intent.socket_lb == SocketLb::Off) {
             format!("its configuration turns socket LB off ({})", off.intent.evidence)
@@ -70,5 +74,14 @@ mod tests {
         assert!(f[0].message.contains("its configuration turns socket LB off (kube-proxy"), "{}", f[0].message);
         s.cni_processes[0].intent.socket_lb = SocketLb::On;
         assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    #[test]
+    fn an_agent_out_of_view_is_not_called_absent() {
+        let mut s = node();
+        cilium_connect(&mut s, "/", 1);
+        s.pid_view = crate::snapshot::PidView::NotNode { reason: "the agent is PID 1 of its own PID namespace".into() };
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "a cilium-agent may well run where the audit cannot see");
+        assert!(incomplete(&s).is_some(), "and the audit says it could not see");
     }
 }

@@ -31,7 +31,7 @@ use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 pub use crate::owner::Policy;
 use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
-use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, ProcessRef, Snapshot, SocketLb};
+use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, PidView, ProcessRef, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -237,9 +237,14 @@ pub(super) fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
 
 /// Owner of an attached program.
 pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
-    match snap.programs.get(&prog_id) {
-        Some(p) => classify(&p.name, p.prog_type, attach_type, policy),
-        None => Owner::Unknown,
+    let Some(p) = snap.programs.get(&prog_id) else { return Owner::Unknown };
+    match classify(&p.name, p.prog_type, attach_type, policy) {
+        Owner::Unknown => snap
+            .holders
+            .get(&prog_id)
+            .and_then(|comm| crate::owner::held_by(comm, p.prog_type, attach_type))
+            .unwrap_or(Owner::Unknown),
+        owner => owner,
     }
 }
 
@@ -250,10 +255,30 @@ pub(super) fn prog_name(snap: &Snapshot, id: u32) -> String {
     )
 }
 
-pub(super) const REMOUNT_FIX: &str = "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup namespace). \
-Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed below the root \
-(`agent remount --apply --detach-misattached --unpin-stale-links`), \
-keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2`, then restart the CNI agent pod on this node so it re-attaches at the root.";
+/// The fix for socket-LB programs attached through a misrooted cgroup2
+/// mount: the steps that hold for every CNI, then what `cni` itself
+/// needs so that it does not happen again.
+pub(super) fn remount_fix(cni: Option<Cni>, node: &str) -> String {
+    let (path, own) = match cni {
+        Some(c) => (format!(" --path {}", c.mount_point()), format!(" {}", c.mount_advice())),
+        None => (String::new(), String::new()),
+    };
+    let restart = cni.map_or_else(
+        || "restart the CNI agent pod on this node".to_owned(),
+        |c| format!("restart {} on this node (`{}`)", c.agent_comm(), c.restart_command(node)),
+    );
+    format!(
+        "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup \
+         namespace). Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed below the root \
+         (`agent remount{path} --apply --detach-misattached --unpin-stale-links`),{own} then {restart} so it \
+         re-attaches at the root."
+    )
+}
+
+/// The CNI a finding's programs belong to, for its fix text.
+pub(super) fn fix_for(snap: &Snapshot, owner: Option<Owner>) -> String {
+    remount_fix(owner.and_then(Owner::cni), &snap.node)
+}
 
 /// A pod by name when the node says it, else by UID.
 pub(super) fn pod_named(snap: &Snapshot, uid: &str, container_id: Option<&str>) -> String {
@@ -372,9 +397,37 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     out
 }
 
-/// Whether the audit could see everything it judged.
-pub fn complete(snap: &Snapshot) -> bool {
-    snap.root.kind != RootKind::Namespaced
+/// Why the audit could not see everything it judges, if it could not: a
+/// namespaced cgroup view, processes that are not the node's (no hostPID),
+/// or a nested node's cgroup namespace with nothing of a node in it.
+pub fn incomplete(snap: &Snapshot) -> Option<String> {
+    // The PID view first: without hostPID, the cgroup view is usually
+    // namespaced too, and hostPID is what fixes both.
+    if let PidView::NotNode { reason } = &snap.pid_view {
+        return Some(reason.clone());
+    }
+    if snap.root.kind == RootKind::Namespaced {
+        return Some(snap.root.note.clone().unwrap_or_else(|| "the audit saw only a namespaced view".to_owned()));
+    }
+    if snap.root.kind == RootKind::Pid1Namespace
+        && !snap.nested_node
+        && snap.pods.is_empty()
+        && snap.cni_processes.is_empty()
+    {
+        return Some(format!(
+            "PID 1's cgroup namespace is not the initial one (its root is cgroup id {}) and nothing of a Kubernetes \
+             node (kubepods cgroups, a CNI agent) is visible in it: this may be a pod's own cgroup. Run the agent \
+             with hostPID: true, or pass --nested-node on a nested node (kind, k0s)",
+            snap.root.cgroup_id
+        ));
+    }
+    None
+}
+
+/// Whether the processes the audit sees are the node's: only then can a CNI
+/// agent be said not to run.
+pub(super) fn sees_node_processes(snap: &Snapshot) -> bool {
+    matches!(snap.pid_view, PidView::Node { .. })
 }
 
 /// Attachments with their owners, for reports.

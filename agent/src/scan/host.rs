@@ -16,7 +16,9 @@ use crate::bpf::pins;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::owner::Cni;
-use crate::snapshot::{CgroupMount, CniPin, CniProcess, Intent, MountTop, ProcessRef, ScanError, V1NetController};
+use crate::snapshot::{
+    CgroupMount, CniPin, CniProcess, Intent, MountTop, PidView, ProcessRef, ScanError, V1NetController,
+};
 use std::os::unix::fs::OpenOptionsExt;
 use strum::IntoEnumIterator;
 
@@ -87,6 +89,111 @@ fn proc_cgroup(proc: &Path, pid: &str) -> Option<String> {
 
 pub fn ns_inode(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.ino())
+}
+
+/// The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO).
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// Processes that only run on a Kubernetes node (or a nested one): seeing
+/// one in a PID namespace that is not the initial one says it is a node's.
+const NODE_PROCESSES: &[&str] = &[
+    "kubelet",
+    "containerd",
+    "crio",
+    "dockerd",
+    "cri-dockerd",
+    "k3s",
+    "k3s-server",
+    "k3s-agent",
+    "k0s",
+    "kubelite",
+    "cilium-agent",
+    "calico-node",
+];
+
+/// The first process of `proc` that only a node runs: (pid, comm).
+fn node_process(proc: &Path) -> Option<(u32, String)> {
+    fs::read_dir(proc).ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let comm = fs::read_to_string(e.path().join("comm")).ok()?;
+        let comm = comm.trim();
+        NODE_PROCESSES.contains(&comm).then(|| (pid, comm.to_owned()))
+    })
+}
+
+/// Whether the processes `proc` shows are the node's: the PID namespace of
+/// its PID 1 is the initial one (or a nested node's, by what runs in it, or
+/// because the user says so with `--nested-node`). A pod without `hostPID`
+/// sees only its own processes: no CNI agent is then "not running", only
+/// not visible, and PID 1's mounts and namespaces are the pod's.
+pub fn pid_view(proc: &Path, nested_node: bool) -> PidView {
+    // Our own pid as `proc` numbers us: 1 when the agent is the init of its
+    // own PID namespace (a pod without hostPID and without a pause
+    // container sharing it).
+    let me = fs::read_link(proc.join("self")).ok().and_then(|p| p.to_str()?.parse::<u32>().ok());
+    let pid1_comm = fs::read_to_string(proc.join("1/comm")).map(|c| c.trim().to_owned()).unwrap_or_default();
+    let without_host_pid = |what: String| PidView::NotNode {
+        reason: format!(
+            "not the node's PIDs (no hostPID?): {what}. The node's processes and PID 1's mounts are out of view, so \
+             no CNI agent can be said to run or not. Run the agent with hostPID: true (and CAP_SYS_PTRACE), or on \
+             the node itself; on a nested node (kind, k0s) whose PID namespace this is, pass --nested-node"
+        ),
+    };
+    if me == Some(1) {
+        return without_host_pid(format!("the agent is PID 1 of its own PID namespace ({})", proc.display()));
+    }
+    // The namespace `proc` shows: PID 1's, when it may be looked at; else
+    // ours, when we are in it (no namespace is above the initial one, so
+    // if ours is the initial one and `proc` shows us, it is that one).
+    let pid1_ns = ns_inode(&proc.join("1/ns/pid"));
+    let shown = pid1_ns.or_else(|| me.and_then(|_| ns_inode(Path::new("/proc/self/ns/pid"))));
+    if shown == Some(INITIAL_PID_NS) {
+        return PidView::Node { how: "the initial PID namespace".to_owned() };
+    }
+    if nested_node {
+        return PidView::Node { how: "--nested-node".to_owned() };
+    }
+    if let Some((pid, comm)) = node_process(proc) {
+        return PidView::Node { how: format!("a nested node's PID namespace: {comm} (pid {pid}) runs in it") };
+    }
+    let ns = shown.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+    without_host_pid(format!(
+        "{} shows a PID namespace ({ns}) that is not the node's: its PID 1 is {pid1_comm:?}, and no kubelet, \
+         container runtime or CNI agent runs in it",
+        proc.display()
+    ))
+}
+
+/// For each of `programs`, a process that holds it open, among those whose
+/// command is a known holder's (`owner::HOLDERS`): (program id, command),
+/// from `/proc/<pid>/fdinfo/*` (`prog_id:` of a program's or a link's
+/// descriptor). Only those few processes are read: they are where the
+/// programs of node agents that no name identifies live.
+pub fn holders(proc: &Path, programs: &std::collections::BTreeSet<u32>) -> std::collections::BTreeMap<u32, String> {
+    let mut found = std::collections::BTreeMap::new();
+    if programs.is_empty() {
+        return found;
+    }
+    let Ok(entries) = fs::read_dir(proc) else { return found };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else { continue };
+        let comm = comm.trim();
+        if !crate::owner::HOLDERS.iter().any(|(c, _)| *c == comm) {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(entry.path().join("fdinfo")) else { continue };
+        for fd in fds.flatten() {
+            let Ok(info) = fs::read_to_string(fd.path()) else { continue };
+            let id = info.lines().find_map(|l| l.strip_prefix("prog_id:")).and_then(|v| v.trim().parse::<u32>().ok());
+            if let Some(id) = id.filter(|id| programs.contains(id)) {
+                found.entry(id).or_insert_with(|| comm.to_owned());
+            }
+        }
+    }
+    found
 }
 
 /// The node's own user namespace: PID 1's, else (when PID 1's cannot be

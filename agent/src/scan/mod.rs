@@ -49,6 +49,8 @@ pub struct ScanOptions {
     /// this many cgroups (0: none); a larger tree is not kept at all
     /// (`Snapshot::tree_kept` false).
     pub tree_max: usize,
+    /// `--nested-node`: PID 1's namespaces are a nested node's.
+    pub nested_node: bool,
 }
 
 impl ScanOptions {
@@ -61,6 +63,7 @@ impl ScanOptions {
             name_cgroups: HashSet::new(),
             walk: WalkMethod::default(),
             tree_max: 0,
+            nested_node: false,
         }
     }
 }
@@ -150,9 +153,10 @@ fn root_effective(root: std::os::fd::BorrowedFd<'_>, support: &Support) -> cover
 /// Scans the node. `Err` only when the audit cannot run at all.
 pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     host::check_capabilities()?;
+    let pid_view = host::pid_view(&opts.proc, opts.nested_node);
     let (audit_root, root_fd) = match &opts.cgroup_root {
         Some(dir) => root::given(dir).map_err(AuditError::CgroupRoot)?,
-        None => root::discover(&opts.proc)?,
+        None => root::discover(&opts.proc, matches!(pid_view, PidView::Node { .. }))?,
     };
     let root_path = audit_root.path.display().to_string();
     let support: Support = query::probe(root_fd.as_fd()).map_err(|e| bpf_error(&root_path, e))?;
@@ -258,6 +262,14 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
     let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
     let cni_processes = host::cni_processes(&opts.proc, &mut errors);
+    // Programs at the root no name claims, on a hook a known holder uses.
+    let unnamed_at_root: BTreeSet<u32> = attachments
+        .iter()
+        .filter(|a| a.cgroup_id == audit_root.cgroup_id && a.attach_type.name() == "sock_ops")
+        .filter(|a| programs.get(&a.prog_id).is_none_or(|p| crate::owner::claimed_owner(&p.name).is_none()))
+        .map(|a| a.prog_id)
+        .collect();
+    let holders = host::holders(&opts.proc, &unnamed_at_root);
 
     Ok(Snapshot {
         node: host::node_name(opts.node_name.as_deref()),
@@ -281,6 +293,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         names: Default::default(),
         reference_cgroupns,
         reference_ns_is_pid1: pid1_ns.is_some(),
+        pid_view,
+        nested_node: opts.nested_node,
+        holders,
         processes: processes_by_cgroup,
         cgroup_paths: paths_of_interest.into_iter().collect(),
         events: Vec::new(),
