@@ -22,6 +22,16 @@ pub enum Owner {
     Runtime,
     /// Kmesh attaches its own connect hooks per workload, by design.
     Kmesh,
+    /// OpenTelemetry eBPF Instrumentation (formerly Grafana Beyla): its
+    /// `sock_ops` program at the root cgroup tracks connections for
+    /// context propagation.
+    Obi,
+    /// Inspektor Gadget: gadgets may ship a `sock_ops` program, attached at
+    /// the root cgroup while the gadget runs. Named by the gadget, so known
+    /// by the process holding it (`gadgettracermanager`, `ig`).
+    #[serde(rename = "inspektor_gadget")]
+    #[strum(serialize = "inspektor_gadget")]
+    InspektorGadget,
     /// Matched the user's `--allow` list.
     Allowed,
     Unknown,
@@ -47,7 +57,10 @@ impl Owner {
 
     /// Legitimately attaches below the root: never flagged, never touched.
     pub fn is_benign(self) -> bool {
-        matches!(self, Owner::Systemd | Owner::Runtime | Owner::Kmesh | Owner::Allowed)
+        matches!(
+            self,
+            Owner::Systemd | Owner::Runtime | Owner::Kmesh | Owner::Obi | Owner::InspektorGadget | Owner::Allowed
+        )
     }
 }
 
@@ -124,11 +137,38 @@ impl Cni {
 
     /// How to restart its agent on one node, so it attaches again.
     pub fn restart_command(self, node: &str) -> String {
-        let (ns, selector) = match self {
-            Cni::Cilium => ("kube-system", "k8s-app=cilium"),
-            Cni::Calico => ("calico-system", "k8s-app=calico-node"),
+        let (ns, selector, other) = match self {
+            Cni::Cilium => ("kube-system", "k8s-app=cilium", ""),
+            // The operator's namespace; manifest installs use kube-system.
+            Cni::Calico => ("calico-system", "k8s-app=calico-node", " (kube-system for a manifest install)"),
         };
-        format!("kubectl -n {ns} delete pod -l {selector} --field-selector spec.nodeName={node}")
+        format!("kubectl -n {ns} delete pod -l {selector} --field-selector spec.nodeName={node}{other}")
+    }
+
+    /// What keeps its cgroup2 mount right, in its own settings.
+    pub fn mount_advice(self) -> &'static str {
+        match self {
+            Cni::Cilium => {
+                "keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2` (its \
+                 mount-cgroup init container mounts from PID 1's namespaces),"
+            }
+            Cni::Calico => {
+                "keep calico-node's init container (`mount-bpffs`, `ebpf-bootstrap` from 3.31; `calico-node -init`, \
+                 which mounts from PID 1's namespaces through the host's /proc at /nodeproc; releases before 3.28.5, \
+                 3.29.5 and 3.30.2 could fail to enter them silently), with `CALICO_CGROUP_PATH`, if set, the same \
+                 in it and in calico-node,"
+            }
+        }
+    }
+
+    /// Where its agent says whether socket LB is on and attached.
+    pub fn status_hint(self) -> &'static str {
+        match self {
+            Cni::Cilium => "`cilium-dbg status --verbose`, \"Socket LB\"",
+            Cni::Calico => {
+                "felix's log for connect-time load balancing; `bpftool cgroup show /run/calico/cgroup` in calico-node"
+            }
+        }
     }
 }
 
@@ -157,6 +197,8 @@ pub fn claimed_owner(name: &str) -> Option<Owner> {
         Some(Owner::Systemd)
     } else if name.starts_with("cgroup_connect") {
         Some(Owner::Kmesh)
+    } else if name.starts_with("obi_") || name.starts_with("beyla_") {
+        Some(Owner::Obi)
     } else if name.is_empty() || name.starts_with("crun") || name.starts_with("runc") {
         Some(Owner::Runtime)
     } else {
@@ -190,7 +232,11 @@ fn owns(owner: Owner, name: &str, prog_type: ProgType, hook: Option<AttachType>)
         Owner::Runtime => prog_type == ProgType::CgroupDevice && on(&["device"]),
         // Kmesh: cgroup_connect4_prog / cgroup_connect6_prog.
         Owner::Kmesh => prog_type == ProgType::CgroupSockAddr && on(&["connect4", "connect6"]),
-        Owner::Allowed | Owner::Unknown => false,
+        // OBI/Beyla: obi_sockmap_tracker (beyla_sockmap_tracker before the
+        // donation) on sock_ops; its sk_msg programs attach to a map.
+        Owner::Obi => name.contains("sockmap_t") && prog_type == ProgType::SockOps && on(&["sock_ops"]),
+        // Known by its holder, not its name (`held_by`).
+        Owner::InspektorGadget | Owner::Allowed | Owner::Unknown => false,
     }
 }
 
@@ -208,6 +254,21 @@ pub fn classify(name: &str, prog_type: ProgType, attach_type: Option<AttachType>
         Some(owner) if owns(owner, name, prog_type, attach_type) => owner,
         _ => Owner::Unknown,
     }
+}
+
+/// Command names of processes whose programs are known by holding them:
+/// Inspektor Gadget's daemon (`gadgettracermanager`, cut at 15 bytes by
+/// the kernel) and its standalone `ig`.
+pub const HOLDERS: &[(&str, Owner)] =
+    [("gadgettracerman", Owner::InspektorGadget), ("ig", Owner::InspektorGadget)].as_slice();
+
+/// The owner of a program no name claims, by the process that holds it
+/// (`comm`): only on the hook and type that owner uses (a gadget's
+/// `sock_ops` program at the root).
+pub fn held_by(comm: &str, prog_type: ProgType, attach_type: Option<AttachType>) -> Option<Owner> {
+    let (_, owner) = HOLDERS.iter().find(|(c, _)| *c == comm)?;
+    let on_sock_ops = attach_type.is_none_or(|h| h.name() == "sock_ops");
+    (prog_type == ProgType::SockOps && on_sock_ops).then_some(*owner)
 }
 
 /// The socket-LB hook a CNI program is built for, from its name
@@ -286,6 +347,20 @@ mod tests {
         assert_eq!(c("runc_x", SOCK_ADDR, "sendmsg4"), Owner::Unknown);
         assert_eq!(c("cil_sock4_connect", DEVICE, "device"), Owner::Unknown, "Cilium attaches no device program");
         assert_eq!(claimed_owner("sd_lb"), Some(Owner::Systemd), "what it claims is still known");
+    }
+
+    #[test]
+    fn node_agents_at_the_root_are_named_by_name_or_holder() {
+        let ops = ProgType::SockOps;
+        assert_eq!(c("obi_sockmap_tracker", ops, "sock_ops"), Owner::Obi);
+        assert_eq!(c("beyla_sockmap_t", ops, "sock_ops"), Owner::Obi, "Beyla's, cut at 15 bytes");
+        assert_eq!(c("obi_sockmap_tracker", SOCK_ADDR, "connect4"), Owner::Unknown, "not on a socket-LB hook");
+        assert_eq!(c("obi_lb", ops, "sock_ops"), Owner::Unknown, "not the program OBI attaches");
+        assert_eq!(held_by("gadgettracerman", ops, at("sock_ops")), Some(Owner::InspektorGadget));
+        assert_eq!(held_by("ig", ops, at("sock_ops")), Some(Owner::InspektorGadget));
+        assert_eq!(held_by("gadgettracerman", SOCK_ADDR, at("connect4")), None, "gadgets attach no socket-LB program");
+        assert_eq!(held_by("cilium-agent", ops, at("sock_ops")), None);
+        assert_eq!(Owner::InspektorGadget.as_str(), "inspektor_gadget");
     }
 
     #[test]

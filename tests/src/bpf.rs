@@ -20,6 +20,7 @@ pub mod prog_type {
     pub const SOCK: u32 = BPF_PROG_TYPE_CGROUP_SOCK as u32;
     pub const DEVICE: u32 = BPF_PROG_TYPE_CGROUP_DEVICE as u32;
     pub const SKB: u32 = BPF_PROG_TYPE_CGROUP_SKB as u32;
+    pub const SOCK_OPS: u32 = BPF_PROG_TYPE_SOCK_OPS as u32;
 }
 
 /// The program type that runs at a cgroup hook.
@@ -28,6 +29,7 @@ pub fn prog_type_for(hook: &str) -> u32 {
         "post_bind4" | "post_bind6" | "sock_create" | "sock_release" => prog_type::SOCK,
         "device" => prog_type::DEVICE,
         "ingress" | "egress" => prog_type::SKB,
+        "sock_ops" => prog_type::SOCK_OPS,
         _ => prog_type::SOCK_ADDR,
     }
 }

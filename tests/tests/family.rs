@@ -175,3 +175,91 @@ fn a_foreign_program_beside_the_cnis_at_the_root_is_named_with_who_attached_it()
     assert_eq!((&e["cgroup"], &e["effect"]), (&"/".into(), &"reread".into()));
     assert_eq!(events["capacity"], 1024);
 }
+
+/// A node agent's process (`comm`) holding a link of a program named `name`
+/// on `hook` of `cgroup`, started in `sb`; killed on drop.
+struct Holder(std::process::Child);
+
+impl Holder {
+    fn start(sb: &Sandbox, cgroup: &std::path::Path, hook: &str, name: &str, comm: &str) -> (Holder, u32) {
+        use std::io::BufRead;
+        let mut child = sb
+            .command(&fixture_bin(), &["hold-link", cgroup.to_str().unwrap(), hook, name, comm])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let id = line.trim().strip_prefix("held ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line:?}"));
+        (Holder(child), id)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 27: programs other node agents attach at the host's root cgroup
+/// are named by their owner, not left as `unknown`: OpenTelemetry eBPF
+/// Instrumentation's (Beyla's) sock_ops program by its name, an Inspektor
+/// Gadget gadget's sock_ops program (named by the gadget) by the process
+/// that holds it, and Calico's connect-time load balancer attached through
+/// links pinned in its bpffs directory (Calico 3.31+).
+#[test]
+fn node_agents_at_the_root_are_named_by_their_owner() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("neighbours");
+    let sb = Sandbox::new(&format!(
+        "mount -t bpf bpf /sys/fs/bpf && mkdir /sys/fs/bpf/ctlb\n{} named calico-node &",
+        fixture_bin().display()
+    ));
+    let obi = Prog::load("obi_sockmap_tracker", "sock_ops");
+    let _obi = Link::new(&t.path, &obi);
+    let (_ig, gadget) = Holder::start(&sb, &t.path, "sock_ops", "gadget_sockops", "gadgettracermanager");
+    let (_other, stranger) = Holder::start(&sb, &t.path, "sock_ops", "gadget_sockops", "notagadget");
+    let ctlb: Vec<(Prog, Link)> = [("calico_connect_v4", "connect4"), ("calico_connect_v46", "connect6")]
+        .into_iter()
+        .map(|(name, hook)| {
+            let p = Prog::load(name, hook);
+            let l = Link::new(&t.path, &p);
+            let pin = std::ffi::CString::new(format!("{}/{name}", sb.path("/sys/fs/bpf/ctlb").display())).unwrap();
+            agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&l.fd), &pin).expect("pin the link");
+            (p, l)
+        })
+        .collect();
+
+    let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "known neighbours are no finding: {run:?}");
+    let report = run.json();
+    let owner_of = |id: u32| {
+        let a = report["attachments"].as_array().unwrap().iter().find(|a| a["prog_id"] == id).expect("listed");
+        assert_eq!(a["cgroup"], "/");
+        (a["owner"].as_str().unwrap().to_owned(), a["link_id"].clone())
+    };
+    assert_eq!(owner_of(obi.id).0, "obi");
+    assert_eq!(owner_of(gadget).0, "inspektor_gadget", "held by gadgettracermanager");
+    assert_eq!(owner_of(stranger).0, "unknown", "the same program held by any other process is no one's");
+    for (p, l) in &ctlb {
+        assert_eq!(owner_of(p.id), ("calico".to_owned(), Value::from(l.id)), "{}", p.name);
+    }
+    let table = sb.agent(&["audit", "--cgroup-root", t.path.to_str().unwrap()]).stdout;
+    assert!(table.contains(" obi ") && table.contains("inspektor_gadget"), "{table}");
+    let d = Daemon::start_via(
+        sb.command(&agent_bin(), &[]),
+        &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"],
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            d.metric(r#"cgaudit_attachments{attach_type="sock_ops",location="root",owner="inspektor_gadget"}"#)
+                == Some(1.0)
+                && d.metric(r#"cgaudit_attachments{attach_type="sock_ops",location="root",owner="obi"}"#) == Some(1.0)
+        }),
+        "{}",
+        d.get("/metrics").1
+    );
+}

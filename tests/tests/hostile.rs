@@ -310,7 +310,7 @@ fn unpin_reads_the_targets_own_bpffs_and_refuses_a_directory_that_is_not_one() {
     let run =
         agent(&["remount", "--target-pid", &pid, "--unpin-stale-links", "--bpffs", not_bpffs.path().to_str().unwrap()]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("not a bpffs directory"), "{}", run.stderr);
+    assert!(run.stderr.contains("not a bpffs mount"), "{}", run.stderr);
     assert_says_each_thing_once(&run.stderr);
     let _ = std::fs::remove_file(&pin);
 }

@@ -78,10 +78,10 @@ fn missing_path_is_created_and_mounted() {
         return;
     }
     let sb = Sandbox::new("mount -t tmpfs tmpfs /run");
-    let (code, plan, _) = remount(&sb, &[]);
+    let (code, plan, _) = remount(&sb, &["--path", CILIUM_PATH]);
     assert_eq!((code, plan["plan"]["action"].as_str()), (1, Some("create_and_mount")));
     assert!(!sb.path(CILIUM_PATH).exists(), "dry run created nothing");
-    let (code, _, run) = remount(&sb, &["--apply"]);
+    let (code, _, run) = remount(&sb, &["--path", CILIUM_PATH, "--apply"]);
     assert_eq!(code, 0, "{run:?}");
     assert_eq!(top_id(&sb, CILIUM_PATH), 1);
 }
@@ -97,7 +97,7 @@ fn refusals_exit_2_and_change_nothing() {
     ] {
         let sb = Sandbox::new(&format!("mount -t tmpfs tmpfs /run && {setup}"));
         let before = target_mountinfo(&sb);
-        let (code, report, run) = remount(&sb, &["--apply"]);
+        let (code, report, run) = remount(&sb, &["--path", CILIUM_PATH, "--apply"]);
         assert_eq!(code, 2, "{run:?}");
         assert_eq!(report["outcome"], "refused");
         assert!(run.stderr.contains(expect), "{}", run.stderr);
@@ -106,14 +106,14 @@ fn refusals_exit_2_and_change_nothing() {
     }
 
     let sb = Sandbox::new("mount -t tmpfs tmpfs /run");
-    let (code, _, run) = remount(&sb, &["--apply", "--target-pid", "999999"]);
+    let (code, _, run) = remount(&sb, &["--path", CILIUM_PATH, "--apply", "--target-pid", "999999"]);
     assert_eq!(code, 2);
     assert!(run.stderr.contains("target pid 999999: no such process"), "{}", run.stderr);
     assert_says_each_thing_once(&run.stderr);
 
     // Without privileges: refused with the reason, nothing created.
     let mut c = sb.command(Path::new("/usr/bin/setpriv"), &["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-    c.arg(agent_bin()).args(["remount", "--apply"]);
+    c.arg(agent_bin()).args(["remount", "--path", CILIUM_PATH, "--apply"]);
     let run = integration_tests::run(c);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(
@@ -247,7 +247,7 @@ fn planned_detach(cgroup: &Path, prog: &Prog, link_id: Option<u32>) -> agent::re
         prog_name: Some(prog.name.clone()),
         owner: agent::owner::Owner::Cilium,
         link_id,
-        result: "dry_run".into(),
+        result: agent::remount::programs::Applied::DryRun,
     }
 }
 
@@ -336,7 +336,7 @@ fn a_symlink_on_the_mount_path_is_refused_and_nothing_is_mounted() {
     ] {
         let sb = Sandbox::new(&format!("mount -t tmpfs tmpfs /run && {setup}"));
         let before = target_mountinfo(&sb);
-        let (code, report, run) = remount(&sb, &["--apply"]);
+        let (code, report, run) = remount(&sb, &["--path", CILIUM_PATH, "--apply"]);
         assert_eq!(code, 2, "{run:?}");
         assert_eq!(report["outcome"], "refused", "{report:#}");
         assert!(run.stderr.contains(&format!("{link} is a symbolic link")), "{}", run.stderr);
@@ -485,4 +485,113 @@ fn a_helper_stuck_on_a_filesystem_that_never_answers_is_killed_at_the_timeout() 
         .filter(|c| c.windows(17).any(|w| w == b"__remount-helper\0"))
         .count();
     assert_eq!(helpers, 0, "the helper was killed and reaped");
+}
+
+// --- Where it mounts, and for which CNI ---------------------------------
+
+/// Issue 27, 3: `--path /run/cilium` (a plausible typo) and `--path /etc`
+/// were planned as `mount cgroup2` over a directory with entries; the
+/// plan's "an empty directory" was never checked.
+#[test]
+fn a_path_outside_the_cni_mount_points_or_with_entries_is_refused_and_nothing_changes() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::mount_only("remount-paths");
+    let sb = &s.sandbox;
+    let before = target_mountinfo(sb);
+    for path in ["/etc", "/run/cilium", "/run"] {
+        let (code, _, run) = remount(sb, &["--path", path, "--apply"]);
+        assert_eq!(code, 2, "{path}: {run:?}");
+        assert!(run.stderr.contains(&format!("--path {path}: not a CNI's cgroup2 mount point")), "{}", run.stderr);
+        assert!(run.stderr.contains("--force"), "{}", run.stderr);
+        assert_says_each_thing_once(&run.stderr);
+    }
+    // --force is for a Cilium whose cgroup.hostRoot moved, not for these.
+    let (code, report, run) = remount(sb, &["--path", "/run/cilium", "--force", "--apply"]);
+    assert_eq!((code, report["outcome"].as_str()), (2, Some("refused")), "{run:?}");
+    assert!(report["plan"]["reason"].as_str().unwrap().contains("with 1 entry"), "{report:#}");
+    let (code, report, run) = remount(sb, &["--path", "/etc", "--force", "--apply"]);
+    assert_eq!((code, report["outcome"].as_str()), (2, Some("refused")), "{run:?}");
+    assert!(report["plan"]["state"]["kind"] == "non_empty", "{report:#}");
+    let (code, report, run) = remount(sb, &["--path", "/run", "--force", "--apply"]);
+    assert_eq!((code, report["outcome"].as_str()), (2, Some("refused")), "{run:?}");
+    assert!(run.stderr.contains("tmpfs is mounted at /run"), "another filesystem's mount point: {}", run.stderr);
+    assert_eq!(target_mountinfo(sb), before, "nothing mounted anywhere");
+    let forced_alone = sb.agent(&["remount", "--force"]);
+    assert_eq!(forced_alone.code, 2, "{forced_alone:?}");
+}
+
+/// Issue 27, 3: on a Calico node the default path and every fix text were
+/// Cilium's (`/run/cilium/cgroupv2`, `cgroup.autoMount`, restarting
+/// `k8s-app=cilium`).
+#[test]
+fn the_default_path_and_the_advice_follow_the_cni_that_owns_the_programs() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::calico("remount-calico");
+    let sb = &s.sandbox;
+    let top = top_id(sb, "/run/calico/cgroup");
+    assert_ne!(top, 1);
+    let (code, plan, run) = remount(sb, &["--detach-misattached"]);
+    assert_eq!(code, 1, "{run:?}");
+    assert_eq!(plan["plan"]["path"], "/run/calico/cgroup");
+    assert_eq!(plan["cni"], "calico");
+    assert_eq!(plan["plan"]["action"], "replace");
+    assert_eq!(plan["detach"].as_array().unwrap().len(), 6, "{plan:#}");
+    let next = plan["next_step"].as_str().unwrap();
+    assert!(next.contains("-n calico-system") && next.contains("k8s-app=calico-node"), "{next}");
+    // The audit's findings say the same.
+    let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", s.t.path.to_str().unwrap()]);
+    let report = run.json();
+    let fixes: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["owner"] == "calico")
+        .map(|f| f["remediation"].as_str().unwrap())
+        .collect();
+    assert!(!fixes.is_empty(), "{report:#}");
+    for fix in fixes {
+        assert!(fix.contains("--path /run/calico/cgroup") || fix.contains("/run/calico/cgroup"), "{fix}");
+        assert!(
+            fix.contains("calico-node") && !fix.contains("cgroup.autoMount") && !fix.contains("k8s-app=cilium"),
+            "{fix}"
+        );
+    }
+    let (code, done, run) = remount(sb, &["--apply"]);
+    assert_eq!((code, done["outcome"].as_str()), (0, Some("done")), "{run:?}");
+    assert_eq!(top_id(sb, "/run/calico/cgroup"), 1);
+
+    // Nothing of a CNI on the node (the seed above gone): asked for, not guessed.
+    drop(s);
+    let bare = Sandbox::new("mount -t tmpfs tmpfs /run");
+    let (code, _, run) = remount(&bare, &[]);
+    assert_eq!(code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("which CNI's cgroup2 mount to repair cannot be told") && run.stderr.contains("--path"),
+        "{}",
+        run.stderr
+    );
+    assert!(!bare.path("/run/cilium").exists());
+}
+
+/// Issue 27, 3: `--unpin-stale-links` on a node with no bpffs where the
+/// target keeps it dropped the whole plan (exit 2, nothing planned).
+#[test]
+fn unpinning_without_a_bpffs_is_skipped_with_a_note_and_the_plan_stands() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::mount_only("remount-nobpffs");
+    let (code, report, run) = remount(&s.sandbox, &["--unpin-stale-links"]);
+    assert_eq!(code, 1, "the remount is still planned: {run:?}");
+    assert_eq!(report["plan"]["action"], "replace");
+    let notes = report["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().starts_with("--unpin-stale-links skipped")), "{report:#}");
+    // A --bpffs the user names that is not one is bad input.
+    let (code, _, run) = remount(&s.sandbox, &["--unpin-stale-links", "--bpffs", "/run"]);
+    assert_eq!(code, 2, "{run:?}");
+    assert!(run.stderr.contains("--bpffs /run: not a bpffs mount"), "{}", run.stderr);
 }

@@ -108,7 +108,7 @@ fn normalise(v: &mut Value, t: &Path) {
             for (k, val) in m.iter_mut() {
                 match k.as_str() {
                     "prog_id" | "cgroup_id" | "root_cgroup_id" | "pid" | "cgroupns" | "prog_tag" | "node"
-                    | "kernel" | "cgroup_root"
+                    | "kernel" | "cgroup_root" | "revision" | "generated_at"
                         if !val.is_null() =>
                     {
                         *val = Value::String(format!("<{k}>"))
@@ -130,7 +130,10 @@ fn normalise(v: &mut Value, t: &Path) {
         Value::Array(a) => a.iter_mut().for_each(|x| normalise(x, t)),
         Value::String(s) => {
             let name = t.file_name().unwrap().to_str().unwrap();
-            *s = scrub(&s.replace(t.to_str().unwrap(), "<T>").replace(name, "<T>"));
+            // The node's name, in the restart commands of fix texts.
+            let node = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            let s2 = s.replace(&format!("spec.nodeName={}", node.trim()), "spec.nodeName=<node>");
+            *s = scrub(&s2.replace(t.to_str().unwrap(), "<T>").replace(name, "<T>"));
         }
         _ => {}
     }

@@ -5,16 +5,27 @@ use std::io::Write as _;
 use serde::Serialize;
 
 use super::EXIT_UNKNOWN;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use strum::IntoEnumIterator;
+
 use crate::cli::{Output, RemountArgs};
+use crate::findings::{self, Policy};
 use crate::owner::Cni;
 use crate::remount::plan::{PathState, Plan};
-use crate::remount::programs::{self, Detach, Unpin};
+use crate::remount::programs::{self, Applied, Detach, Unpin};
 use crate::remount::{Outcome, RemountError, Replaced, Target};
+use crate::scan::{self, ScanOptions};
+use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RemountReport {
     pub target_pid: u32,
     pub applied: bool,
+    /// The CNI whose mount point the path is (`null`: another path, with
+    /// --force).
+    pub cni: Option<Cni>,
     pub plan: Plan,
     pub outcome: Outcome,
     /// What the path holds after applying.
@@ -25,6 +36,8 @@ pub struct RemountReport {
     pub error: Option<String>,
     pub detach: Vec<Detach>,
     pub unpin: Vec<Unpin>,
+    /// Steps skipped, and why.
+    pub notes: Vec<String>,
     /// What the user should do next, when something changed or would.
     pub next_step: Option<String>,
 }
@@ -32,16 +45,13 @@ pub struct RemountReport {
 impl RemountReport {
     /// 0 nothing to do or done; 1 a change is needed (dry run); 2 refused or failed.
     pub fn exit_code(&self) -> u8 {
-        let failed = |r: &str| r != "dry_run" && r != "done";
+        let results = || self.detach.iter().map(|d| &d.result).chain(self.unpin.iter().map(|u| &u.result));
         if matches!(self.outcome, Outcome::Refused | Outcome::Failed)
-            || self.detach.iter().any(|d| failed(&d.result))
-            || self.unpin.iter().any(|u| failed(&u.result))
+            || results().any(|r| matches!(r, Applied::Failed(_)))
         {
             return 2;
         }
-        let pending = self.outcome == Outcome::DryRun
-            || self.detach.iter().any(|d| d.result == "dry_run")
-            || self.unpin.iter().any(|u| u.result == "dry_run");
+        let pending = self.outcome == Outcome::DryRun || results().any(|r| *r == Applied::DryRun);
         u8::from(pending)
     }
 
@@ -90,6 +100,9 @@ impl RemountReport {
                 u.result
             ));
         }
+        for n in &self.notes {
+            s.line(format_args!("note:  {n}"));
+        }
         if let Some(n) = &self.next_step {
             s.line(format_args!("next:  {n}"));
         }
@@ -97,44 +110,117 @@ impl RemountReport {
     }
 }
 
-fn restart_hint(path: &std::path::Path, node: &str) -> String {
-    let cni = Cni::from_mount_point(path).unwrap_or(Cni::Cilium);
-    format!("restart the CNI agent on this node so it attaches at the root: {}", cni.restart_command(node))
-}
-
 /// Why `agent remount` could not even report.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error(transparent)]
     Remount(#[from] RemountError),
-    #[error("{0}")]
-    Programs(String),
+    #[error("auditing the node: {0}")]
+    Audit(#[from] crate::scan::AuditError),
+    #[error(
+        "--path {}: not a CNI's cgroup2 mount point ({}): refusing to mount cgroup2 there; pass --force if your CNI \
+         mounts it there (Cilium's cgroup.hostRoot)",
+        path.display(), known_mount_points()
+    )]
+    NotCniMountPoint { path: PathBuf },
+    #[error("which CNI's cgroup2 mount to repair cannot be told: {why}; pass --path ({})", known_mount_points())]
+    UnknownCni { why: String },
+    #[error("--bpffs {0}")]
+    Bpffs(String),
+}
+
+fn known_mount_points() -> String {
+    Cni::iter().map(|c| format!("{} for {c}", c.mount_point())).collect::<Vec<_>>().join(", ")
+}
+
+/// The CNI whose cgroup2 mount this node needs repaired, by the strongest
+/// evidence an audit finds: its socket-LB programs below the root, then
+/// anywhere, then its running agent, then a cgroup2 mount at its mount point.
+pub fn node_cni(snap: &Snapshot, policy: &Policy) -> Result<Cni, String> {
+    let below: BTreeSet<Cni> = findings::evaluate(snap, policy)
+        .iter()
+        .filter(|f| f.kind == findings::Kind::SocketLbBelowRoot)
+        .filter_map(|f| f.owner?.cni())
+        .collect();
+    let attached: BTreeSet<Cni> = findings::owned(snap, policy)
+        .filter(|(a, _)| a.attach_type.is_socket_lb())
+        .filter_map(|(_, o)| o.cni())
+        .collect();
+    let agents: BTreeSet<Cni> = snap.cni_processes.iter().filter(|p| p.privileged).map(|p| p.cni).collect();
+    let mounted: BTreeSet<Cni> = snap.mounts.iter().filter_map(|m| Cni::from_mount_point(&m.mount_point)).collect();
+    for (what, cnis) in [
+        ("socket-LB programs below the root", below),
+        ("socket-LB programs attached", attached),
+        ("agents running", agents),
+        ("cgroup2 mounts", mounted),
+    ] {
+        match cnis.len() {
+            0 => continue,
+            1 => return Ok(cnis.into_iter().next().expect("one")),
+            _ => {
+                let names: Vec<&str> = cnis.iter().map(|c| c.as_str()).collect();
+                return Err(format!("this node has {what} of {}", names.join(" and ")));
+            }
+        }
+    }
+    Err("no CNI's socket-LB programs, agent or cgroup2 mount is on this node".into())
 }
 
 /// Plans, applies when asked, and reports. `Err`: could not even plan.
 pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
-    let target = Target::open(&args.proc, args.target_pid)?;
-    let done = target.remediate(&args.path, args.apply)?;
+    // What no choice of path can fix is refused first, before anything is read.
+    if let Some(path) = &args.path
+        && Cni::from_mount_point(path).is_none()
+        && !args.force
+    {
+        return Err(CommandError::NotCniMountPoint { path: path.clone() });
+    }
+    if let Some(b) = &args.bpffs
+        && args.unpin_stale_links
+        && !crate::bpf::pins::is_bpffs(b)
+    {
+        return Err(CommandError::Bpffs(format!("{}: not a bpffs mount", b.display())));
+    }
+    let target = Target::open(&args.proc, args.target_pid)?.nested_node(args.nested_node);
+    let policy = Policy { allow: args.allow.clone(), ..Policy::default() };
+    // One audit of the node, when the path or the programs depend on it.
+    let snap = if args.path.is_none() || args.detach_misattached {
+        let opts = ScanOptions { nested_node: args.nested_node, ..ScanOptions::node(args.proc.clone()) };
+        Some(scan::scan(&opts)?)
+    } else {
+        None
+    };
+    let (path, cni) = match (&args.path, &snap) {
+        (Some(p), _) => (p.clone(), Cni::from_mount_point(p)),
+        (None, Some(snap)) => {
+            let cni = node_cni(snap, &policy).map_err(|why| CommandError::UnknownCni { why })?;
+            (PathBuf::from(cni.mount_point()), Some(cni))
+        }
+        (None, None) => unreachable!("the node is audited when no --path is given"),
+    };
+    let done = target.remediate(&path, args.apply)?;
     let before = done.plan.state.to_string();
     let action = done.plan.action.as_str();
     match (&done.after, &done.error) {
         (Some(after), _) => {
-            tracing::info!(action, path = %args.path.display(), before, after = %after, result = "done", "remount")
+            tracing::info!(action, path = %path.display(), before, after = %after, result = "done", "remount")
         }
         (_, Some(e)) => {
-            tracing::error!(action, path = %args.path.display(), before, error = %e, result = "failed", "remount")
+            tracing::error!(action, path = %path.display(), before, error = %e, result = "failed", "remount")
         }
         _ => {}
     }
     let mut report = RemountReport {
         target_pid: args.target_pid,
         applied: args.apply,
+        cni,
         outcome: done.outcome,
         after: done.after,
         replaced: done.replaced,
         error: done.error.map(|e| e.to_string()),
         detach: Vec::new(),
         unpin: Vec::new(),
+        notes: Vec::new(),
         next_step: None,
         plan: done.plan,
     };
@@ -142,13 +228,13 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         return Ok(report);
     }
 
-    if args.detach_misattached {
-        let (root, found) = programs::misattached(&args.proc, &args.allow).map_err(CommandError::Programs)?;
-        for mut d in found {
+    if let (true, Some(snap)) = (args.detach_misattached, &snap) {
+        let root = snap.root.path.clone();
+        for mut d in programs::misattached(snap, &args.allow) {
             if args.apply {
                 d.result = match programs::detach(&root, &d) {
-                    Ok(()) => "done".into(),
-                    Err(e) => e.to_string(),
+                    Ok(()) => Applied::Done,
+                    Err(e) => Applied::Failed(e.to_string()),
                 };
                 tracing::info!(action = "detach", cgroup = %d.cgroup, attach_type = d.attach_type.name(), prog_id = d.prog_id, link_id = d.link_id, result = %d.result, "detach");
             }
@@ -159,23 +245,32 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         let bpffs = args.bpffs.clone().unwrap_or_else(|| {
             crate::cgroup::root::in_root_of(&args.proc, args.target_pid, std::path::Path::new("/sys/fs/bpf"))
         });
-        let stale =
-            programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow).map_err(CommandError::Programs)?;
-        for mut u in stale {
-            if args.apply {
-                u.result = match std::fs::remove_file(&u.pin) {
-                    Ok(()) => "done".into(),
-                    Err(e) => format!("unlink {}: {e}", u.pin.display()),
-                };
-                tracing::info!(action = "unpin", pin = %u.pin.display(), link_id = u.link_id, cgroup_id = u.cgroup_id, result = %u.result, "unpin");
+        match programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow) {
+            Ok(stale) => {
+                for mut u in stale {
+                    if args.apply {
+                        u.result = match std::fs::remove_file(&u.pin) {
+                            Ok(()) => Applied::Done,
+                            Err(e) => Applied::Failed(format!("unlink {}: {e}", u.pin.display())),
+                        };
+                        tracing::info!(action = "unpin", pin = %u.pin.display(), link_id = u.link_id, cgroup_id = u.cgroup_id, result = %u.result, "unpin");
+                    }
+                    report.unpin.push(u);
+                }
             }
-            report.unpin.push(u);
+            // No bpffs where the target keeps it: nothing can be pinned there.
+            Err(e) => report.notes.push(format!("--unpin-stale-links skipped: {e}")),
         }
     }
     let acted = report.plan.action.changes_something() || !report.detach.is_empty() || !report.unpin.is_empty();
     if acted {
         let node = crate::scan::host::node_name(args.node_name.as_deref());
-        let restart = restart_hint(&args.path, &node);
+        let restart = match cni {
+            Some(c) => {
+                format!("restart the CNI agent on this node so it attaches at the root: {}", c.restart_command(&node))
+            }
+            None => "restart the CNI agent on this node so it attaches at the root".to_owned(),
+        };
         report.next_step = Some(if args.apply { restart } else { format!("run again with --apply, then {restart}") });
     }
     Ok(report)

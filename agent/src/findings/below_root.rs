@@ -37,7 +37,7 @@ pub(super) fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding
             ));
         }
         let remediation = if owner.is_cni() {
-            REMOUNT_FIX.to_owned()
+            fix_for(snap, Some(owner))
         } else {
             format!(
                 "Find what loaded prog {} (`bpftool prog show id {}`); if it is legitimate, allow it with `--allow <name prefix>`.",

@@ -22,8 +22,9 @@ pub(super) fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
             .iter()
             .find(|(_, procs)| procs.iter().any(|q| q.pid == p.pid))
             .map_or(p.cgroup.as_str(), |(c, _)| c.as_str());
-        let mut f = Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, REMOUNT_FIX.to_owned())
-            .at_cgroup(cgroup, snap);
+        let mut f =
+            Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, fix_for(snap, Some(p.cni.owner())))
+                .at_cgroup(cgroup, snap);
         f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
         f.owner = Some(p.cni.owner());
         out.push(f);

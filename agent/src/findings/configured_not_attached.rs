@@ -26,9 +26,11 @@ pub(super) fn configured_not_attached(snap: &Snapshot, policy: &Policy, out: &mu
             pid = agent.pid,
         );
         let remediation = format!(
-            "Look for socket-LB attach errors in the agent's log and in its status (Cilium: `cilium-dbg status --verbose`, \
-             \"Socket LB\"); check the cgroup2 mount it attaches through (`agent audit`: cgroup_mount_not_root; \
-             `agent remount`), then restart the agent on this node: `{}`.",
+            "Look for socket-LB attach errors in the agent's log and in its status ({}); check the cgroup2 mount it \
+             attaches through (`agent audit`: cgroup_mount_not_root; `agent remount --path {}`), then restart the agent \
+             on this node: `{}`.",
+            cni.status_hint(),
+            cni.mount_point(),
             cni.restart_command(&snap.node)
         );
         let mut f = Finding::new(Kind::SocketLbConfiguredNotAttached, Severity::Critical, message, remediation);

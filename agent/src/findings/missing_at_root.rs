@@ -25,7 +25,8 @@ pub(super) fn missing_at_root(
                  pods on this node do not get {o}'s {t} load balancing, while the agent may still report socket LB as enabled.",
                 o = owner.as_str()
             );
-            let mut f = Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, REMOUNT_FIX.to_owned());
+            let mut f =
+                Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, fix_for(snap, Some(*owner)));
             f.cgroup = Some("/".to_owned());
             f.attach_type = Some(t);
             f.owner = Some(*owner);

@@ -24,12 +24,19 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
                 None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
             }
         );
-        let remediation = format!(
+        let mp = m.mount_point.display();
+        let mut remediation = format!(
             "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
-             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`); \
-             on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`.",
-            mp = m.mount_point.display()
+             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`)"
         );
+        match cni {
+            Some(c) => remediation.push_str(&format!(
+                "; then {} and on Docker hosts consider \
+                 `\"default-cgroupns-mode\": \"host\"`.",
+                c.mount_advice()
+            )),
+            None => remediation.push_str("; on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`."),
+        }
         let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
         f.mount_point = Some(m.mount_point.display().to_string());
         f.owner = cni.map(Cni::owner);

@@ -215,7 +215,7 @@ pub(super) fn pods_without(
             partly = if partly > 0 { format!("; {partly} of them only in some containers") } else { String::new() },
             list = pods.iter().map(|(n, p)| described(p, *n)).collect::<Vec<_>>().join(", "),
         );
-        let mut f = Finding::new(Kind::PodsWithoutSocketLb, Severity::Critical, message, REMOUNT_FIX.to_owned());
+        let mut f = Finding::new(Kind::PodsWithoutSocketLb, Severity::Critical, message, fix_for(snap, Some(*owner)));
         f.owner = Some(*owner);
         f.count = Some(pods.len() as u64);
         f.pods = pods.into_iter().map(|(_, p)| p).collect();

@@ -67,6 +67,8 @@ pub struct Target {
     /// The binary run as `__remount-helper`: this one, unless told.
     helper: PathBuf,
     timeout: Duration,
+    /// `--nested-node`: PID 1's namespaces are a nested node's.
+    nested_node: bool,
 }
 
 impl Target {
@@ -81,7 +83,7 @@ impl Target {
         };
         let helper = std::env::current_exe()
             .map_err(|e| RemountError::Helper(format!("locating this binary to run as the remount helper: {e}")))?;
-        Ok(Target { pid, pidfd, proc: proc.to_owned(), helper, timeout: HELPER_TIMEOUT })
+        Ok(Target { pid, pidfd, proc: proc.to_owned(), helper, timeout: HELPER_TIMEOUT, nested_node: false })
     }
 
     /// Runs `exe` as the helper (a library caller that is not the agent).
@@ -95,9 +97,15 @@ impl Target {
         self
     }
 
+    /// PID 1 of `proc` is a nested node's init, as `--nested-node` says.
+    pub fn nested_node(mut self, nested: bool) -> Target {
+        self.nested_node = nested;
+        self
+    }
+
     /// Looks at `path` from inside the target's namespaces and plans.
     pub fn plan(&self, path: &Path) -> Result<Plan, RemountError> {
-        let reference = reference_root(&self.proc)?;
+        let reference = reference_root(&self.proc, self.nested_node)?;
         let (seen, _) = helper::run(self, &helper::Request::Observe { path: path.to_owned() })?;
         Ok(plan::plan(path.to_owned(), seen, reference))
     }
@@ -156,8 +164,9 @@ pub struct Remediation {
 
 /// The id a correct mount's top must have: the hierarchy root, or PID 1's
 /// cgroup-namespace root on a nested node (as `agent audit` decides).
-pub fn reference_root(proc: &Path) -> Result<u64, RemountError> {
-    let (root, _fd) = root::discover(proc)?;
+pub fn reference_root(proc: &Path, nested_node: bool) -> Result<u64, RemountError> {
+    let pid1_is_node = matches!(crate::scan::host::pid_view(proc, nested_node), crate::snapshot::PidView::Node { .. });
+    let (root, _fd) = root::discover(proc, pid1_is_node)?;
     match root.kind {
         RootKind::Hierarchy | RootKind::Pid1Namespace => Ok(root.cgroup_id),
         _ => Err(RemountError::Reference(root.note.unwrap_or_default())),

@@ -163,7 +163,10 @@ pub fn inspect(proc_self: BorrowedFd<'_>, path: &Path) -> Result<Inspected, Fail
     let top = last.expect("at least one component");
     let parent = statx(dirs[dirs.len() - 2].as_fd(), seen.parent().unwrap_or(Path::new("/")))?;
     let state = if top.stx_mnt_id == parent.stx_mnt_id {
-        PathState::Directory
+        match entries(dirs[dirs.len() - 1].as_fd(), path)? {
+            0 => PathState::Directory,
+            entries => PathState::NonEmpty { entries },
+        }
     } else {
         let fd = dirs[dirs.len() - 1].as_fd();
         let magic = rustix::fs::fstatfs(fd).map_err(call("fstatfs", path))?.f_type;
@@ -174,6 +177,20 @@ pub fn inspect(proc_self: BorrowedFd<'_>, path: &Path) -> Result<Inspected, Fail
     };
     let observed = Observed { state, identity: Some(identity(&top)) };
     Ok(Inspected { observed, dirs, missing: Vec::new(), existing: seen })
+}
+
+/// How many entries a directory (held `O_PATH`) has, besides `.` and `..`.
+fn entries(dir: BorrowedFd<'_>, path: &Path) -> Result<u64, Failure> {
+    let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(call("open", path))?;
+    let mut n = 0;
+    for entry in rustix::fs::Dir::new(fd).map_err(call("getdents", path))? {
+        let entry = entry.map_err(call("getdents", path))?;
+        if !matches!(entry.file_name().to_bytes(), b"." | b"..") {
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// The filesystem name and root of mount `mount_id`, for display: from the

@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 pub enum PathState {
     /// `missing` is the first component that does not exist.
     Absent { missing: PathBuf },
-    /// A directory with nothing mounted on it.
+    /// An empty directory with nothing mounted on it.
     Directory,
+    /// A directory with nothing mounted on it and `entries` entries in it:
+    /// a mount there would hide them (a parent of the mount point, say).
+    NonEmpty { entries: u64 },
     /// `path` (the mount point or one of its parents) is a file, a socket...
     NotDirectory { path: PathBuf, file_type: String },
     /// `path` (the mount point or one of its parents) is a symbolic link.
@@ -28,6 +31,13 @@ impl std::fmt::Display for PathState {
         match self {
             PathState::Absent { missing } => write!(f, "absent ({} does not exist)", missing.display()),
             PathState::Directory => f.write_str("an empty directory, nothing mounted"),
+            PathState::NonEmpty { entries } => {
+                write!(
+                    f,
+                    "a directory with {entries} {}, nothing mounted",
+                    if *entries == 1 { "entry" } else { "entries" }
+                )
+            }
             PathState::NotDirectory { path, file_type } => write!(f, "a {file_type} at {}", path.display()),
             PathState::Symlink { path } => write!(f, "a symbolic link at {}", path.display()),
             PathState::Mounted { fs_type, mountinfo_root, top_cgroup_id: Some(id) } => {
@@ -104,6 +114,14 @@ pub fn plan(path: PathBuf, seen: Observed, reference_root_id: u64) -> Plan {
             (Action::CreateAndMount, format!("{} does not exist: create {p} and mount cgroup2", missing.display()))
         }
         PathState::Directory => (Action::Mount, format!("nothing is mounted at {p}: mount cgroup2")),
+        PathState::NonEmpty { entries } => (
+            Action::Refuse,
+            format!(
+                "{p} is a directory with {entries} {} and nothing mounted on it: a mount there would hide \
+                 what is in it (is --path a parent of the mount point?); refusing",
+                if *entries == 1 { "entry" } else { "entries" }
+            ),
+        ),
         PathState::NotDirectory { path, file_type } => {
             (Action::Refuse, format!("{} is a {file_type}, not a directory: refusing to touch it", path.display()))
         }
@@ -166,6 +184,14 @@ mod tests {
         let p = plan("/run/cilium/cgroupv2".into(), cg2(4242, "/kubepods/pod1/ctr"), 1);
         assert_eq!(p.action, Action::Replace);
         assert!(p.reason.contains("4242") && p.reason.contains("private cgroup namespace"));
+    }
+
+    #[test]
+    fn a_directory_with_entries_is_never_mounted_over() {
+        let p = plan("/run/cilium".into(), seen(PathState::NonEmpty { entries: 3 }), 1);
+        assert_eq!(p.action, Action::Refuse);
+        assert!(p.reason.contains("3 entries"), "{}", p.reason);
+        assert!(plan("/x".into(), seen(PathState::NonEmpty { entries: 1 }), 1).reason.contains("1 entry "));
     }
 
     #[test]

@@ -13,7 +13,32 @@ use crate::bpf::{pins, programs};
 use crate::cgroup::by_id::{ReopenError, reopen};
 use crate::findings::{self, Kind, Policy};
 use crate::owner::{Cni, Owner, classify};
-use crate::scan::{self, ScanOptions};
+use crate::snapshot::Snapshot;
+
+/// What became of one planned detach or unpin. In JSON: `dry_run`, `done`,
+/// or the error itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    DryRun,
+    Done,
+    Failed(String),
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Applied::DryRun => f.write_str("dry_run"),
+            Applied::Done => f.write_str("done"),
+            Applied::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+impl Serialize for Applied {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Detach {
@@ -27,7 +52,7 @@ pub struct Detach {
     pub owner: Owner,
     pub link_id: Option<u32>,
     /// `dry_run`, `done`, or the error.
-    pub result: String,
+    pub result: Applied,
 }
 
 /// Why a planned detach was not done.
@@ -52,12 +77,11 @@ fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// CNI-owned socket-LB programs attached below the root, from a fresh audit
-/// of the whole node. Returns the hierarchy root's path too.
-pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach>), String> {
-    let snap = scan::scan(&ScanOptions::node(proc.to_owned())).map_err(|e| format!("auditing the node: {e:#}"))?;
+/// CNI-owned socket-LB programs attached below the root, in an audit of the
+/// whole node.
+pub fn misattached(snap: &Snapshot, allow: &[String]) -> Vec<Detach> {
     let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
-    let found = findings::evaluate(&snap, &policy)
+    findings::evaluate(snap, &policy)
         .into_iter()
         .filter(|f| f.kind == Kind::SocketLbBelowRoot && f.owner.is_some_and(Owner::is_cni))
         .filter_map(|f| {
@@ -74,11 +98,10 @@ pub fn misattached(proc: &Path, allow: &[String]) -> Result<(PathBuf, Vec<Detach
                 prog_name: f.prog_name,
                 owner: f.owner?,
                 link_id: seen.link_id,
-                result: "dry_run".into(),
+                result: Applied::DryRun,
             })
         })
-        .collect();
-    Ok((snap.root.path, found))
+        .collect()
 }
 
 /// Detaches one program, and only that one: the cgroup is reopened by id,
@@ -144,7 +167,7 @@ pub struct Unpin {
     pub prog_name: String,
     /// 0: the cgroup is gone (defunct link).
     pub cgroup_id: u64,
-    pub result: String,
+    pub result: Applied,
 }
 
 /// Cilium's pinned cgroup links that point anywhere but the root, in the
@@ -174,7 +197,7 @@ pub fn stale_pins(bpffs: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Un
             prog_id: link.prog_id,
             prog_name: prog.name,
             cgroup_id: link.cgroup_id,
-            result: "dry_run".into(),
+            result: Applied::DryRun,
         });
     }
     Ok(out)

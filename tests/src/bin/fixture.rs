@@ -386,6 +386,20 @@ fn main() {
         nix::sys::prctl::set_name(&comm).expect("PR_SET_NAME");
         return pause();
     }
+    // A node agent's process (`comm`) holding a bpf_link of a program
+    // named `name` on `hook` of `cgroup`, as Inspektor Gadget holds a
+    // gadget's sock_ops program at the root.
+    if let [_, cmd, cgroup, hook, name, comm] = args.as_slice()
+        && cmd == "hold-link"
+    {
+        let comm = std::ffi::CString::new(comm.as_bytes()).expect("COMM without NUL");
+        nix::sys::prctl::set_name(&comm).expect("PR_SET_NAME");
+        let prog = integration_tests::Prog::load(name, hook);
+        let _link = Link::new(Path::new(cgroup), &prog);
+        println!("held {}", prog.id);
+        std::io::stdout().flush().expect("flush");
+        return pause();
+    }
     if let [_, cmd, cgroup] = args.as_slice()
         && cmd == "probe"
     {
