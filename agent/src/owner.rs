@@ -271,31 +271,6 @@ pub fn held_by(comm: &str, prog_type: ProgType, attach_type: Option<AttachType>)
     (prog_type == ProgType::SockOps && on_sock_ops).then_some(*owner)
 }
 
-/// The socket-LB hook a CNI program is built for, from its name
-/// (`cil_sock4_connect` -> connect4, `calico_sendmsg_v6` -> sendmsg6).
-pub fn intended_hook(name: &str) -> Option<AttachType> {
-    let (fam, rest) = if let Some(r) = name.strip_prefix("cil_sock4_").or_else(|| name.strip_prefix("sock4_")) {
-        ("4", r)
-    } else if let Some(r) = name.strip_prefix("cil_sock6_").or_else(|| name.strip_prefix("sock6_")) {
-        ("6", r)
-    } else if name.starts_with("cil_sock_release") || name == "sock_release" {
-        return AttachType::from_name("sock_release");
-    } else if let Some(r) = name.strip_prefix("calico_") {
-        let (op, fam) = r.rsplit_once("_v")?;
-        // _v46 programs handle v4-mapped addresses on the v6 hooks.
-        return AttachType::from_name(&format!("{op}{}", if fam == "4" { "4" } else { "6" }));
-    } else {
-        return None;
-    };
-    // Cilium names are cut at 15 bytes by the kernel: match on prefixes.
-    let op = ["connect", "sendmsg", "recvmsg", "getpeername", "post_bind", "pre_bind"]
-        .into_iter()
-        .find(|op| op.starts_with(rest) || rest.starts_with(op))
-        .filter(|_| !rest.is_empty())?;
-    let op = if op == "pre_bind" { "bind" } else { op };
-    AttachType::from_name(&format!("{op}{fam}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,21 +358,5 @@ mod tests {
         assert!(Owner::Allowed.is_benign());
         assert!(!Owner::Unknown.is_benign());
         assert!(Owner::Cilium.is_cni() && !Owner::Cilium.is_benign());
-    }
-
-    #[test]
-    fn intended_hooks_follow_names() {
-        let h = |n| intended_hook(n).map(AttachType::name);
-        assert_eq!(h("cil_sock4_connect"), Some("connect4"));
-        assert_eq!(h("cil_sock6_conne"), Some("connect6"));
-        assert_eq!(h("cil_sock4_getpe"), Some("getpeername4"));
-        assert_eq!(h("cil_sock4_post_bind"), Some("post_bind4"));
-        assert_eq!(h("cil_sock6_pre_bind"), Some("bind6"));
-        assert_eq!(h("cil_sock_release"), Some("sock_release"));
-        assert_eq!(h("calico_connect_v4"), Some("connect4"));
-        assert_eq!(h("calico_sendmsg_v46"), Some("sendmsg6"));
-        assert_eq!(h("calico_recvmsg_v6"), Some("recvmsg6"));
-        assert_eq!(h("cil_from_netdev"), None);
-        assert_eq!(h("cil_sock4_"), None);
     }
 }

@@ -113,11 +113,12 @@ pub struct CniProcess {
     pub cgroupns: u64,
     /// Its cgroup as `/proc/<pid>/cgroup` shows it to the auditor.
     pub cgroup: String,
-    /// Holds CAP_SYS_ADMIN or CAP_BPF in the node's user namespace, as a
-    /// real CNI agent must. A process merely named like one (anyone can name
-    /// a process), or root only in a user namespace of its own (anyone can
-    /// make one), is not taken for the CNI's agent, nor its configuration
-    /// for the CNI's.
+    /// Has a CNI agent's privilege profile: CAP_NET_ADMIN and CAP_SYS_ADMIN
+    /// or CAP_BPF in the node's user namespace, in the node's network
+    /// namespace (hostNetwork). A process merely named like one (anyone can
+    /// name a process), root only in a user namespace of its own, or a pod
+    /// with CAP_BPF in its own network is not taken for the CNI's agent,
+    /// nor its configuration for the CNI's.
     pub privileged: bool,
     /// Whether its configuration turns socket load balancing on.
     pub intent: Intent,

@@ -42,6 +42,17 @@ impl CiliumAgent {
         )
     }
 
+    /// Root, but with CAP_BPF alone: what a pod granted CAP_BPF has.
+    pub fn bpf_only(config: &[(&str, &str)]) -> CiliumAgent {
+        Self::start(config, "setpriv --bounding-set=-all,+bpf --inh-caps=-all", "")
+    }
+
+    /// Root with every capability, in a network namespace of its own: a
+    /// pod that is not on the host's network, as every CNI agent is.
+    pub fn in_own_network(config: &[(&str, &str)]) -> CiliumAgent {
+        Self::start_as(config, "unshare --net", "", "")
+    }
+
     /// Also puts `extra` (shell) in the config dir before starting.
     pub fn with_extra(config: &[(&str, &str)], extra: &str) -> CiliumAgent {
         Self::start(config, "", extra)

@@ -5,10 +5,17 @@
 //! Prometheus); a limit on each connection's life; the report is shared
 //! bytes, not a copy per request; `/audit` (cgroup paths, pod and container
 //! ids, process names) answers loopback peers only unless told otherwise.
+//!
+//! The kubelet's probes are answered whatever holds the slots: a
+//! connection that finds no slot goes to the probe lane, which reads one
+//! short request head within half a second and answers `/healthz` and
+//! `/readyz` only (a hostNetwork pod shares the kubelet's address, and
+//! could otherwise hold every slot of that address with connections that
+//! never send a request).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +41,11 @@ const MAX_HEAD: usize = 16 * 1024;
 /// closed at accept.
 pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_PER_PEER: usize = 8;
+/// Connections the probe lane serves at once; each lives at most
+/// `LANE_WAIT` and holds `LANE_HEAD` bytes.
+const LANE: usize = 256;
+const LANE_WAIT: Duration = Duration::from_millis(500);
+const LANE_HEAD: usize = 1024;
 /// The longest a connection may live, reading or writing.
 const CONNECTION_LIFE: Duration = Duration::from_secs(30);
 /// How long `/audit` waits for the worker to render.
@@ -97,7 +109,7 @@ pub async fn serve(
     stop: watch::Receiver<bool>,
 ) {
     let app = App { shared, worker, audit, stale_after };
-    let router = Router::new()
+    let router: Router = Router::new()
         .route("/", get(landing))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -105,18 +117,68 @@ pub async fn serve(
         .route("/audit", get(latest_audit))
         .route("/events", get(recent_events))
         .fallback(not_found)
-        .with_state(app);
+        .with_state(app.clone());
     // One count of connections over every listener.
     let slots = Arc::new(Slots::default());
+    let lane = Arc::new(AtomicUsize::new(0));
     let mut accepting = tokio::task::JoinSet::new();
     for listener in listeners {
-        accepting.spawn(accept(listener, router.clone(), slots.clone(), stop.clone()));
+        let probes = Probes { app: app.clone(), lane: lane.clone() };
+        accepting.spawn(accept(listener, router.clone(), slots.clone(), probes, stop.clone()));
     }
     while accepting.join_next().await.is_some() {}
 }
 
+/// What the probe lane needs: the state its answers are made of, and how
+/// many connections it holds.
+#[derive(Clone)]
+struct Probes {
+    app: App,
+    lane: Arc<AtomicUsize>,
+}
+
+/// A connection that found no slot: one request head, read within
+/// `LANE_WAIT`; `/healthz` and `/readyz` are answered, anything else is
+/// closed unanswered.
+async fn probe_lane(mut stream: tokio::net::TcpStream, app: App) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tokio::time::timeout(LANE_WAIT, async {
+        let mut head = [0u8; LANE_HEAD];
+        let mut n = 0;
+        while n < head.len() && !head[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut head[n..]).await {
+                Ok(0) | Err(_) => return,
+                Ok(k) => n += k,
+            }
+        }
+        let line = head[..n].split(|b| *b == b'\r').next().unwrap_or_default();
+        let mut words = line.split(|b| *b == b' ');
+        let (Some(b"GET"), Some(path)) = (words.next(), words.next()) else { return };
+        let (status, body) = match path {
+            b"/healthz" => health(&app),
+            b"/readyz" => readiness(&app),
+            _ => return,
+        };
+        let answer = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+            body.len()
+        );
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
 /// Accepts connections on one listener until `stop` turns true.
-async fn accept(listener: TcpListener, router: Router, slots: Arc<Slots>, mut stop: watch::Receiver<bool>) {
+async fn accept(
+    listener: TcpListener,
+    router: Router,
+    slots: Arc<Slots>,
+    probes: Probes,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -131,7 +193,17 @@ async fn accept(listener: TcpListener, router: Router, slots: Arc<Slots>, mut st
             _ = stop.changed() => return,
         };
         let Some(slot) = slots.take(peer.ip()) else {
-            drop(stream);
+            // A lane place is given back when its connection ends.
+            if probes.lane.fetch_add(1, Ordering::AcqRel) < LANE {
+                let (app, lane) = (probes.app.clone(), probes.lane.clone());
+                tokio::spawn(async move {
+                    probe_lane(stream, app).await;
+                    lane.fetch_sub(1, Ordering::AcqRel);
+                });
+            } else {
+                probes.lane.fetch_sub(1, Ordering::AcqRel);
+                drop(stream);
+            }
             continue;
         };
         let service = TowerToHyperService::new(router.clone().layer(axum::Extension(Peer(peer))).into_service());
@@ -179,6 +251,15 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
 /// Alive while the worker makes progress: a worker stuck for good (in a
 /// read that never returns) fails it, and the kubelet restarts the agent.
 async fn healthz(State(app): State<App>) -> impl IntoResponse {
+    health(&app)
+}
+
+async fn readyz(State(app): State<App>) -> impl IntoResponse {
+    readiness(&app)
+}
+
+/// `/healthz`'s answer.
+fn health(app: &App) -> (StatusCode, String) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     match app.shared.stuck(now) {
         Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
@@ -186,7 +267,8 @@ async fn healthz(State(app): State<App>) -> impl IntoResponse {
     }
 }
 
-async fn readyz(State(app): State<App>) -> impl IntoResponse {
+/// `/readyz`'s answer.
+fn readiness(app: &App) -> (StatusCode, String) {
     if !app.shared.ready.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "no audit has completed yet\n".to_owned());
     }

@@ -40,10 +40,14 @@ mod tests {
     use super::*;
     use crate::findings::tests::*;
 
+    /// Issue 28, M3: an unattached program named like Cilium's, pinned in
+    /// Cilium's directory by anyone with CAP_BPF and the bpffs, made two
+    /// criticals naming every pod (missing at root, pods without socket LB).
     #[test]
-    fn a_cni_program_merely_loaded_says_nothing_one_pinned_by_the_cni_does() {
+    fn only_attachments_say_a_cni_uses_a_hook_never_a_load_or_a_pin() {
         let mut s = node();
         prog(&mut s, 40, "cil_sock4_sendm", ProgType::CgroupSockAddr);
+        s.pods.push(pod_cgroup(POD, 44, "f8371831-8021-4722-af27-93c925d25a14", &[]));
         assert!(evaluate(&s, &Policy::default()).is_empty(), "anyone can load a program with Cilium's name");
         s.cni_pins.push(CniPin {
             cni: Cni::Cilium,
@@ -51,22 +55,19 @@ mod tests {
             prog_id: 40,
             link_id: Some(7),
         });
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "and pin it in Cilium's directory");
+        attach(&mut s, CTR, CTR_ID, "sendmsg4", 40);
         let f = evaluate(&s, &Policy::default());
-        assert_eq!(kinds(&f), ["socket_lb_missing_at_root"]);
-        assert_eq!(f[0].attach_type, Some(at("sendmsg4")));
+        let missing = f.iter().find(|f| f.kind == Kind::SocketLbMissingAtRoot).expect("attached, not at the root");
+        assert_eq!(missing.attach_type, Some(at("sendmsg4")));
     }
 
     #[test]
     fn unsupported_hook_is_not_reported_missing() {
         let mut s = node();
         prog(&mut s, 41, "cil_sock_release", ProgType::CgroupSock);
-        s.cni_pins.push(CniPin {
-            cni: Cni::Cilium,
-            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
-            prog_id: 41,
-            link_id: None,
-        });
+        attach(&mut s, CTR, CTR_ID, "sock_release", 41);
         s.unsupported_attach_types.push(at("sock_release"));
-        assert!(evaluate(&s, &Policy::default()).is_empty());
+        assert!(!kinds(&evaluate(&s, &Policy::default())).contains(&"socket_lb_missing_at_root"));
     }
 }

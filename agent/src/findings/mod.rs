@@ -30,7 +30,7 @@ use crate::attribution::{Attribution, attribute};
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 pub use crate::owner::Policy;
-use crate::owner::{Cni, Owner, claimed_owner, classify, intended_hook};
+use crate::owner::{Cni, Owner, claimed_owner, classify};
 use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, PidView, ProcessRef, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
@@ -301,23 +301,16 @@ pub(super) fn where_(snap: &Snapshot, a: &Attribution, cgroup: &str) -> String {
 }
 
 /// Socket-LB hooks each CNI uses: those its programs are attached to
-/// anywhere, and those its programs pinned in its bpffs directory are built
-/// for (a pinned link whose cgroup is gone, which the CNI reuses on
-/// restart). A program merely loaded with a CNI's name says nothing: anyone
-/// can load one.
+/// anywhere. Never what is merely loaded or pinned with a CNI's name
+/// (anyone with CAP_BPF can load a `cil_sock4_connect` and pin it in
+/// Cilium's directory): a pinned link whose cgroup is gone is a
+/// `defunct_link`, not a socket-LB hook in use.
 pub(super) fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<AttachType>> {
     let mut hooks: BTreeMap<Owner, BTreeSet<AttachType>> = BTreeMap::new();
     for a in snap.attachments.iter().filter(|a| a.attach_type.is_socket_lb()) {
         let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
         if owner.is_cni() {
             hooks.entry(owner).or_default().insert(a.attach_type);
-        }
-    }
-    for pin in &snap.cni_pins {
-        let Some(p) = snap.programs.get(&pin.prog_id) else { continue };
-        let owner = classify(&p.name, p.prog_type, None, policy);
-        if let (true, Some(hook)) = (owner == pin.cni.owner(), intended_hook(&p.name)) {
-            hooks.entry(owner).or_default().insert(hook);
         }
     }
     hooks

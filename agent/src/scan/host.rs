@@ -22,6 +22,7 @@ use crate::snapshot::{
 use std::os::unix::fs::OpenOptionsExt;
 use strum::IntoEnumIterator;
 
+const CAP_NET_ADMIN: u32 = 12;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_BPF: u32 = 39;
 
@@ -200,13 +201,52 @@ pub fn holders(proc: &Path, programs: &std::collections::BTreeSet<u32>) -> std::
 /// looked at) the auditor's, which as a DaemonSet or on the host is the
 /// initial one too.
 fn initial_userns(proc: &Path) -> Option<(u64, u64)> {
+    ns_id(proc, "user")
+}
+
+/// PID 1's namespace of `kind`, else (when PID 1's cannot be looked at)
+/// the auditor's own: (device, inode).
+fn ns_id(proc: &Path, kind: &str) -> Option<(u64, u64)> {
     let id = |p: &Path| fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-    id(&proc.join("1/ns/user")).or_else(|| id(Path::new("/proc/self/ns/user")))
+    id(&proc.join("1/ns").join(kind)).or_else(|| id(&Path::new("/proc/self/ns").join(kind)))
+}
+
+/// Why a process named like a CNI's agent is not taken for it, if it is not:
+/// a CNI agent runs with the node's network (hostNetwork: it configures
+/// the node's routes and devices) and holds CAP_NET_ADMIN and CAP_SYS_ADMIN
+/// or CAP_BPF, all in the node's own namespaces. Anyone can name a process;
+/// a pod with CAP_BPF alone, or root in a user or network namespace of its
+/// own, is not Cilium.
+fn not_an_agent(
+    dir: &Path,
+    pid: u32,
+    comm: &str,
+    cni: Cni,
+    userns: Option<(u64, u64)>,
+    netns: Option<(u64, u64)>,
+) -> Option<String> {
+    let not = |why: &str| Some(format!("pid {pid} is named {comm} but {why}: not taken for {cni}'s agent"));
+    let own = |kind: &str| fs::metadata(dir.join("ns").join(kind)).ok().map(|m| (m.dev(), m.ino()));
+    let caps = capeff(dir).unwrap_or(0);
+    if caps & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) == 0 {
+        return not("holds neither CAP_SYS_ADMIN nor CAP_BPF");
+    }
+    if caps & (1 << CAP_NET_ADMIN) == 0 {
+        return not("lacks CAP_NET_ADMIN, which a CNI agent needs for the node's network");
+    }
+    if userns.is_none() || own("user") != userns {
+        return not("holds its capabilities only in a user namespace of its own");
+    }
+    if netns.is_none() || own("net") != netns {
+        return not("runs in a network namespace other than the node's (CNI agents run with hostNetwork)");
+    }
+    None
 }
 
 /// The running CNI agents (by command name) and their cgroup namespaces.
 pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
     let initial = initial_userns(proc);
+    let netns = ns_id(proc, "net");
     let mut out = Vec::new();
     let entries = match fs::read_dir(proc) {
         Ok(e) => e,
@@ -226,27 +266,16 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
             continue;
         };
         let pid: u32 = pid.parse().unwrap_or(0);
-        // Capabilities count only in the node's user namespace: in one of
-        // its own, anyone is root with all of them.
-        let userns = fs::metadata(entry.path().join("ns/user")).ok().map(|m| (m.dev(), m.ino()));
-        let capable = capeff(&entry.path()).is_some_and(|c| c & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) != 0);
-        let privileged = capable && userns.is_some() && userns == initial;
-        let intent = if privileged {
+        let refused = not_an_agent(&entry.path(), pid, comm, cni, initial, netns);
+        let privileged = refused.is_none();
+        let intent = match refused {
             // Its root and its memory are its own to make block.
-            let proc = proc.to_owned();
-            deadline::within(pid, deadline::READ_DEADLINE, move || intent::read(&proc, pid, cni))
-                .unwrap_or_else(|why| Intent::unknown(why.to_string()))
-        } else {
-            Intent::unknown(if capable {
-                format!(
-                    "pid {pid} is named {comm} but holds CAP_SYS_ADMIN or CAP_BPF only in a user namespace of its own: \
-                     not taken for {cni}'s agent"
-                )
-            } else {
-                format!(
-                    "pid {pid} is named {comm} but holds neither CAP_SYS_ADMIN nor CAP_BPF: not taken for {cni}'s agent"
-                )
-            })
+            None => {
+                let proc = proc.to_owned();
+                deadline::within(pid, deadline::READ_DEADLINE, move || intent::read(&proc, pid, cni))
+                    .unwrap_or_else(|why| Intent::unknown(why.to_string()))
+            }
+            Some(why) => Intent::unknown(why),
         };
         out.push(CniProcess { pid, cni, comm: comm.to_owned(), cgroupns: ns, cgroup, privileged, intent });
     }
