@@ -11,21 +11,32 @@ use crate::spawn::agent_bin;
 /// failing bpf() call. Killed, and its mount detached, on drop.
 pub struct FuseTrap {
     child: Child,
-    dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
+    mnt: PathBuf,
 }
 
 impl FuseTrap {
     pub fn new() -> FuseTrap {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut trap = FuseTrap {
-            child: Command::new(agent_bin().with_file_name("fixture"))
-                .arg("fuse-trap")
-                .arg(dir.path().join("mnt"))
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("fixture fuse-trap"),
-            dir,
-        };
+        let mnt = dir.path().join("mnt");
+        Self::start(mnt, Some(dir))
+    }
+
+    /// Mounted at `mnt` (an existing directory) in the sandbox's own mount
+    /// namespace, by a server running there.
+    pub fn in_sandbox(sb: &crate::Sandbox, mnt: &str) -> FuseTrap {
+        let fixture = agent_bin().with_file_name("fixture");
+        Self::spawn(sb.command(&fixture, &["fuse-trap", mnt]), sb.path(mnt), None)
+    }
+
+    fn start(mnt: PathBuf, dir: Option<tempfile::TempDir>) -> FuseTrap {
+        let mut c = Command::new(agent_bin().with_file_name("fixture"));
+        c.arg("fuse-trap").arg(&mnt);
+        Self::spawn(c, mnt, dir)
+    }
+
+    fn spawn(mut c: Command, mnt: PathBuf, dir: Option<tempfile::TempDir>) -> FuseTrap {
+        let mut trap = FuseTrap { child: c.stdout(Stdio::piped()).spawn().expect("fixture fuse-trap"), _dir: dir, mnt };
         let mut line = String::new();
         BufReader::new(trap.child.stdout.take().expect("stdout")).read_line(&mut line).expect("read");
         assert_eq!(line.trim(), "trapped");
@@ -34,7 +45,7 @@ impl FuseTrap {
 
     /// The mount point.
     pub fn mnt(&self) -> PathBuf {
-        self.dir.path().join("mnt")
+        self.mnt.clone()
     }
 }
 

@@ -571,6 +571,62 @@ fn a_cni_agent_needs_the_cnis_privileges_on_the_nodes_network() {
     }
 }
 
+/// `agent audit` in `sb`, killed if still running after 30 s: (seconds it
+/// took, its report).
+fn audit_in_time(sb: &Sandbox, t: &TestCgroup, trap: FuseTrap) -> (f64, serde_json::Value) {
+    let start = Instant::now();
+    let mut child = sb
+        .command(&agent_bin(), &["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = wait_until(Duration::from_secs(30), || child.try_wait().unwrap().is_some());
+    let took = start.elapsed().as_secs_f64();
+    if !done {
+        let _ = child.kill();
+        drop(trap); // unblocks it
+        let _ = child.wait();
+        panic!("the audit was still blocked on the pin directory after 30 s");
+    }
+    let out = child.wait_with_output().unwrap();
+    drop(trap);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    (took, serde_json::from_slice(&out.stdout).expect("a report"))
+}
+
+/// Issue 28, H4 [write access to PID 1's bpffs, and a FUSE mount]: the
+/// pin directories were read following links out of PID 1's bpffs, with no
+/// deadline: a `cilium` symlink into a FUSE mount nobody serves hung every
+/// audit (and the daemon's /healthz, then the pod, in a loop). They are now
+/// resolved beneath the bpffs mount with no link and no mount crossing,
+/// under the deadline of untrusted reads.
+#[test]
+fn a_pin_directory_leading_into_an_unanswered_fuse_mount_cannot_stall_the_audit() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("pin-trap");
+    // A link: /sys/fs/bpf/cilium -> a directory of the FUSE mount.
+    let trap = FuseTrap::new();
+    let sb =
+        Sandbox::new(&format!("mount -t bpf bpf /sys/fs/bpf && ln -s {} /sys/fs/bpf/cilium", trap.mnt().display()));
+    let (took, report) = audit_in_time(&sb, &t, trap);
+    eprintln!("through a link: {took:.2} s");
+    assert!(took < 10.0, "{took} s");
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("cilium/socketlb/links/cgroup: a symbolic link on the way, not followed"), "{errors}");
+
+    // A mount: the FUSE file system mounted on /sys/fs/bpf/cilium itself.
+    let sb = Sandbox::new("mount -t bpf bpf /sys/fs/bpf && mkdir /sys/fs/bpf/cilium");
+    let trap = FuseTrap::in_sandbox(&sb, "/sys/fs/bpf/cilium");
+    let (took, report) = audit_in_time(&sb, &t, trap);
+    eprintln!("across a mount: {took:.2} s");
+    assert!(took < 10.0, "{took} s");
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("another filesystem is mounted on the way, not crossed"), "{errors}");
+}
+
 /// The control characters in `s`, but the newlines that end lines.
 fn controls(s: &str) -> Vec<char> {
     s.chars().filter(|c| c.is_control() && *c != '\n').collect()

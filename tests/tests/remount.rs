@@ -595,3 +595,40 @@ fn unpinning_without_a_bpffs_is_skipped_with_a_note_and_the_plan_stands() {
     assert_eq!(code, 2, "{run:?}");
     assert!(run.stderr.contains("--bpffs /run: not a bpffs mount"), "{}", run.stderr);
 }
+
+/// Issue 28, H4: what `--unpin-stale-links --apply` removes is resolved
+/// again beneath the bpffs with no link, and removed relative to that
+/// directory: a pin directory swapped for a link between the plan and the
+/// removal (anyone who can write the node's bpffs can) cannot turn the
+/// removal onto a file of the same name elsewhere.
+#[test]
+fn unpinning_follows_no_link_put_in_place_of_the_pin_directory() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("unpin-swap");
+    let elsewhere = t.mkdir(&cgroupfs_pod("burstable", OTHER_POD_UID));
+    let fs_ = BpfFs::new();
+    let dir = fs_.dir.path().join("cilium/socketlb/links/cgroup");
+    fs::create_dir_all(&dir).unwrap();
+    let p = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&elsewhere, &p);
+    let pin = fs_.pin("cilium/socketlb/links/cgroup/victim", std::os::fd::AsFd::as_fd(&link.fd));
+    let bpffs = agent::bpf::pins::open_bpffs(fs_.dir.path()).unwrap();
+    let stale = agent::remount::programs::stale_pins(std::os::fd::AsFd::as_fd(&bpffs), fs_.dir.path(), 1, &[]).unwrap();
+    assert_eq!(stale.len(), 1, "{stale:?}");
+
+    // The swap (bpffs renames nothing): its own pin removed, the directory
+    // too, and a link to another in its place, holding a file of the pin's
+    // name.
+    let target = tempfile::tempdir().unwrap();
+    fs::write(target.path().join("victim"), "not a pin").unwrap();
+    fs::remove_file(&pin).unwrap();
+    fs::remove_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(target.path(), &dir).unwrap();
+    let err = agent::remount::programs::unpin(std::os::fd::AsFd::as_fd(&bpffs), fs_.dir.path(), &stale[0])
+        .expect_err("a link in place of the directory is not followed");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(target.path().join("victim").exists(), "the file elsewhere is untouched");
+    let _ = fs::remove_file(&dir);
+}

@@ -8,7 +8,7 @@ pub(crate) mod iter;
 pub(crate) mod memlock;
 
 pub(crate) mod object;
-pub(crate) mod pins;
+pub mod pins;
 pub(crate) mod prog_type;
 pub(crate) mod programs;
 pub(crate) mod query;

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::EXIT_UNKNOWN;
 use std::collections::BTreeSet;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use strum::IntoEnumIterator;
@@ -242,22 +243,32 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         }
     }
     if args.unpin_stale_links {
-        let bpffs = args.bpffs.clone().unwrap_or_else(|| {
-            crate::cgroup::root::in_root_of(&args.proc, args.target_pid, std::path::Path::new("/sys/fs/bpf"))
+        // The bpffs named, or the target's own /sys/fs/bpf, resolved in its
+        // root with no link.
+        let (opened, shown) = match &args.bpffs {
+            Some(b) => (crate::bpf::pins::open_bpffs(b), b.clone()),
+            None => {
+                let root = crate::cgroup::root::in_root_of(&args.proc, args.target_pid, std::path::Path::new("/"));
+                (crate::bpf::pins::open_bpffs_in(&root), root.join("sys/fs/bpf"))
+            }
+        };
+        let stale = opened.map_err(|e| e.to_string()).and_then(|fd| {
+            programs::stale_pins(fd.as_fd(), &shown, report.plan.reference_root_id, &args.allow).map(|s| (fd, s))
         });
-        match programs::stale_pins(&bpffs, report.plan.reference_root_id, &args.allow) {
-            Ok(stale) => {
+        match stale {
+            Ok((fd, stale)) => {
                 for mut u in stale {
                     if args.apply {
-                        u.result = match std::fs::remove_file(&u.pin) {
+                        u.result = match programs::unpin(fd.as_fd(), &shown, &u) {
                             Ok(()) => Applied::Done,
-                            Err(e) => Applied::Failed(format!("unlink {}: {e}", u.pin.display())),
+                            Err(e) => Applied::Failed(format!("unlink {e}")),
                         };
                         tracing::info!(action = "unpin", pin = %u.pin.display(), link_id = u.link_id, cgroup_id = u.cgroup_id, result = %u.result, "unpin");
                     }
                     report.unpin.push(u);
                 }
             }
+            Err(e) if args.bpffs.is_some() => return Err(CommandError::Bpffs(e)),
             // No bpffs where the target keeps it: nothing can be pinned there.
             Err(e) => report.notes.push(format!("--unpin-stale-links skipped: {e}")),
         }

@@ -2,7 +2,7 @@
 //! bring them back: found, and (only with --apply) removed. Only CNI-owned
 //! socket-LB programs are ever touched.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -168,14 +168,18 @@ pub struct Unpin {
     /// 0: the cgroup is gone (defunct link).
     pub cgroup_id: u64,
     pub result: Applied,
+    /// The pin's name and inode in Cilium's directory: what `unpin` removes.
+    #[serde(skip)]
+    name: std::ffi::OsString,
+    #[serde(skip)]
+    ino: u64,
 }
 
 /// Cilium's pinned cgroup links that point anywhere but the root, in the
-/// bpffs mounted at `bpffs` (refused unless it is bpffs). No pin directory
-/// is not an error: Cilium may not use links.
-pub fn stale_pins(bpffs: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Unpin>, String> {
-    let dir = bpffs.join(Cni::Cilium.pin_dir());
-    let pinned = pins::pinned(bpffs, &dir).map_err(|e| format!("--bpffs {e}"))?;
+/// bpffs `bpffs` (shown as `shown`). No pin directory is not an error:
+/// Cilium may not use links.
+pub fn stale_pins(bpffs: BorrowedFd<'_>, shown: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Unpin>, String> {
+    let pinned = pins::pinned(bpffs, shown, Cni::Cilium.pin_dir()).map_err(|e| e.to_string())?;
     let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
     let mut out = Vec::new();
     for p in pinned {
@@ -198,7 +202,16 @@ pub fn stale_pins(bpffs: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Un
             prog_name: prog.name,
             cgroup_id: link.cgroup_id,
             result: Applied::DryRun,
+            name: p.name,
+            ino: p.ino,
         });
     }
     Ok(out)
+}
+
+/// Removes one stale pin, relative to the directory resolved again (a
+/// directory swapped for a link since the plan cannot point it elsewhere),
+/// and only if the name still holds the object planned.
+pub fn unpin(bpffs: BorrowedFd<'_>, shown: &Path, u: &Unpin) -> Result<(), String> {
+    pins::remove(bpffs, shown, Cni::Cilium.pin_dir(), &u.name, u.ino).map_err(|e| e.to_string())
 }

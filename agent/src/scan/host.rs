@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -284,25 +284,47 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
 }
 
 /// What the CNIs pinned in PID 1's bpffs (`<proc>/1/root/sys/fs/bpf`):
-/// nothing when bpffs is not mounted there or cannot be reached.
+/// nothing when bpffs is not mounted there or cannot be reached. Read
+/// under the deadline of untrusted reads: the directories are others' to
+/// write (see `bpf::pins`).
 pub fn cni_pins(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
-    let bpffs = root::in_root_of(proc, 1, Path::new("/sys/fs/bpf"));
-    let mut out = Vec::new();
-    for cni in Cni::iter() {
-        let dir = bpffs.join(cni.pin_dir());
-        match pins::pinned(&bpffs, &dir) {
-            Ok(p) => out.extend(p.into_iter().map(|p| CniPin {
-                cni,
-                path: Path::new("/sys/fs/bpf").join(cni.pin_dir()).join(p.path.file_name().unwrap_or_default()),
-                prog_id: p.prog_id,
-                link_id: p.link.map(|l| l.link_id),
-            })),
+    let root = root::in_root_of(proc, 1, Path::new("/"));
+    type PerCni = Vec<(Cni, Result<Vec<pins::Pinned>, String>)>;
+    let read = move || -> Result<PerCni, String> {
+        let bpffs = match pins::open_bpffs_in(&root) {
+            Ok(fd) => fd,
             // Not mounted, or PID 1's root closed to us: nothing to read.
-            Err(pins::PinsError::NotBpffs(_)) => return out,
-            Err(e) => {
-                errors.push(ScanError { op: "read".into(), path: dir.display().to_string(), message: e.to_string() })
+            Err(pins::PinsError::NotBpffs(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let shown = Path::new("/sys/fs/bpf");
+        Ok(Cni::iter()
+            .map(|cni| (cni, pins::pinned(bpffs.as_fd(), shown, cni.pin_dir()).map_err(|e| e.to_string())))
+            .collect())
+    };
+    let read = match deadline::within(1, deadline::READ_DEADLINE, read) {
+        Ok(r) => r,
+        Err(why) => Err(why.to_string()),
+    };
+    let mut out = Vec::new();
+    match read {
+        Ok(per_cni) => {
+            for (cni, pinned) in per_cni {
+                match pinned {
+                    Ok(p) => out.extend(p.into_iter().map(|p| CniPin {
+                        cni,
+                        path: p.path,
+                        prog_id: p.prog_id,
+                        link_id: p.link.map(|l| l.link_id),
+                    })),
+                    Err(message) => {
+                        let path = Path::new("/sys/fs/bpf").join(cni.pin_dir()).display().to_string();
+                        errors.push(ScanError { op: "read".into(), path, message });
+                    }
+                }
             }
         }
+        Err(message) => errors.push(ScanError { op: "read".into(), path: "/sys/fs/bpf".into(), message }),
     }
     out
 }
