@@ -33,6 +33,7 @@ pub fn node() -> Snapshot {
         programs: BTreeMap::new(),
         cgroup_links: Vec::new(),
         links_skipped: 0,
+        btf_skipped: 0,
         pods: Vec::new(),
         root_effective: Default::default(),
         mounts: Vec::new(),

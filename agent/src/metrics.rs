@@ -249,7 +249,7 @@ impl Metrics {
             ),
             objects_skipped: counter_vec(
                 "objects_skipped_total",
-                "Objects an audit could not read and went on without, by kind (link: still being made after retries).",
+                "Objects an audit could not read and went on without, by kind (link: still being made after retries; btf: a program's BTF too large to read for its name).",
                 &["kind"],
             ),
             degraded: gauge_vec(
@@ -297,6 +297,7 @@ impl Metrics {
             m.busy.with_label_values(&[w.as_str()]);
         }
         m.objects_skipped.with_label_values(&["link"]);
+        m.objects_skipped.with_label_values(&["btf"]);
         m.degraded.with_label_values(&["cgroup_count"]).set(0);
         for source in Source::iter() {
             m.event_source.with_label_values(&[source.as_str()]).set(0);
@@ -387,6 +388,7 @@ impl Metrics {
         self.cgroups_scanned.set(report.cgroups_scanned as i64);
         self.cgroups_vanished.inc_by(report.cgroups_vanished);
         self.objects_skipped("link", report.objects_skipped.links);
+        self.objects_skipped("btf", report.objects_skipped.btf);
         self.findings(&report.findings);
         self.zero_attachments();
         for a in &report.attachments {

@@ -71,6 +71,9 @@ pub struct Skipped {
     /// bpf_links still being made when asked (EAGAIN after retries): their
     /// programs are listed, without a link id.
     pub links: u64,
+    /// Programs whose BTF was over the size read for names: named by the
+    /// kernel's 15-byte name.
+    pub btf: u64,
 }
 
 /// The agent that wrote a report.
@@ -197,7 +200,7 @@ impl Report {
                 fallback_reason: snap.walk.fallback.clone(),
                 passes: snap.walk.passes,
             },
-            objects_skipped: Skipped { links: snap.links_skipped },
+            objects_skipped: Skipped { links: snap.links_skipped, btf: snap.btf_skipped },
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             attachments,
             findings,

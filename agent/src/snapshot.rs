@@ -362,6 +362,9 @@ pub struct Snapshot {
     pub cgroup_links: Vec<CgroupLinkInfo>,
     /// Links that could not be read (still being made after retries).
     pub links_skipped: u64,
+    /// Programs whose BTF was too large to read for their full name
+    /// (`bpf::programs::MAX_PROGRAM_BTF`): named by their kernel name.
+    pub btf_skipped: u64,
     pub pods: Vec<PodCgroup>,
     /// What the kernel reports in effect at the audit root, per coverage
     /// hook (`BPF_F_QUERY_EFFECTIVE`): its own programs and what runs from

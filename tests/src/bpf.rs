@@ -66,9 +66,20 @@ impl Prog {
         Prog::load_insns(name, prog_type_for(hook), at, &[0xb7u64 | (1u64 << 32), 0x95])
     }
 
+    /// Like `load`, with `pad` bytes of unused strings in its BTF (anyone
+    /// who loads a program chooses its BTF; the kernel takes up to 16 MiB).
+    pub fn load_padded(name: &str, hook: &str, pad: usize) -> Prog {
+        let at = AttachType::from_name(hook).unwrap_or_else(|| panic!("unknown hook {hook}"));
+        Prog::load_with(name, prog_type_for(hook), at, &[0xb7u64 | (1u64 << 32), 0x95], pad)
+    }
+
     /// Loads `insns` as a program of `prog_type` for `hook`, named as `load`
     /// names them.
     pub fn load_insns(name: &str, prog_type: u32, at: AttachType, insns: &[u64]) -> Prog {
+        Prog::load_with(name, prog_type, at, insns, 0)
+    }
+
+    fn load_with(name: &str, prog_type: u32, at: AttachType, insns: &[u64], pad: usize) -> Prog {
         let hook = at.name();
         let btf_fd;
         let mut func_info = Vec::new();
@@ -79,6 +90,9 @@ impl Prog {
             let proto = btf.add_type(BtfType::FuncProto(FuncProto::new(Vec::new(), int_id)));
             let fname = btf.add_string(name);
             let func = btf.add_type(BtfType::Func(Func::new(fname, proto, FuncLinkage::Static)));
+            if pad > 0 {
+                btf.add_string(&"p".repeat(pad));
+            }
             btf_fd = Some(sys::btf_load(&btf.to_bytes()).expect("BPF_BTF_LOAD"));
             func_info.push(bpf_func_info { insn_off: 0, type_id: func });
         } else {

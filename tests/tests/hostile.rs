@@ -627,6 +627,141 @@ fn a_pin_directory_leading_into_an_unanswered_fuse_mount_cannot_stall_the_audit(
     assert!(errors.contains("another filesystem is mounted on the way, not crossed"), "{errors}");
 }
 
+/// Processes named `cilium-agent` (one copy of the fixture, started `n`
+/// times) whose `--config-dir` is `dir`; killed on drop.
+struct Agents(Vec<std::process::Child>, tempfile::TempDir);
+
+impl Agents {
+    fn start(n: usize, dir: &std::path::Path) -> Agents {
+        let bin = tempfile::Builder::new().prefix("cgaudit-agents-").tempdir_in("/var/tmp").unwrap();
+        let fake = bin.path().join("cilium-agent");
+        std::fs::copy(fixture_bin(), &fake).unwrap();
+        let mut a = Agents(Vec::new(), bin);
+        a.add(n, dir);
+        a
+    }
+
+    fn add(&mut self, n: usize, dir: &std::path::Path) {
+        let fake = self.1.path().join("cilium-agent");
+        for _ in 0..n {
+            let c = std::process::Command::new(&fake).arg("pause").arg("--config-dir").arg(dir).spawn().unwrap();
+            self.0.push(c);
+        }
+    }
+
+    /// Ends the oldest `n` and starts `n` new ones (new pids).
+    fn churn(&mut self, n: usize, dir: &std::path::Path) {
+        for mut c in self.0.drain(..n) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.add(n, dir);
+    }
+}
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn threads(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Issue 28, M2 [CAP_BPF and a FUSE volume]: the 2 s read deadline was per
+/// process and served one after another: 70 fake agents whose
+/// configuration sits on a FUSE mount nobody serves stalled a pass for
+/// 140 s (/healthz 503), and each churned pid left a blocked thread. All
+/// untrusted reads of a pass now share one deadline, on a bounded pool of
+/// readers.
+#[test]
+fn seventy_blocked_agents_cost_a_pass_one_deadline_and_no_thread() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("fuse-many");
+    let trap = FuseTrap::new();
+    let mut agents = Agents::start(70, &trap.mnt());
+    let start = Instant::now();
+    let mut child = std::process::Command::new(agent_bin())
+        .args(["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = wait_until(Duration::from_secs(30), || child.try_wait().unwrap().is_some());
+    let took = start.elapsed();
+    if !done {
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(agents);
+        drop(trap);
+        panic!("the audit with 70 blocked agents had not ended after 30 s");
+    }
+    assert!(took < Duration::from_secs(10), "the first audit took {took:?}");
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The daemon, passes every second, 10 agents replaced by new pids each
+    // time: its threads do not grow, its probes answer.
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1s"]);
+    assert!(wait_until(Duration::from_secs(15), || d.get("/readyz").0 == 200), "{}", d.logs());
+    let before = threads(d.child.id());
+    for _ in 0..10 {
+        agents.churn(10, &trap.mnt());
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let after = threads(d.child.id());
+    eprintln!("first audit {took:?}; daemon threads {before} -> {after} over 10 rounds of churn");
+    assert!(after <= before + 4, "threads grew from {before} to {after}");
+    assert_eq!(d.get("/healthz").0, 200, "{}", d.logs());
+    assert!(d.metric(r#"cgaudit_audits_total{trigger="interval"}"#).unwrap_or(0.0) >= 5.0, "{}", d.logs());
+    drop(agents);
+    drop(trap);
+}
+
+/// Issue 28, H3 [CAP_BPF and CAP_NET_ADMIN]: the BTF of every attached
+/// program was read whole, up to the kernel's 16 MiB each, and all of them
+/// held together: eight harmless programs with padded BTF made 138 MB and
+/// an OOM kill at every start of the DaemonSet (128 MiB). Only what naming
+/// needs is read now, at most 4 MiB of one program at a time; a program
+/// over that is named by its kernel name and counted.
+#[test]
+fn padded_btf_cannot_blow_up_the_audits_memory() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("btf-pad");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let progs: Vec<Prog> = (0..8).map(|_| Prog::load_padded("cil_sock4_connect", "connect4", 15 << 20)).collect();
+    let _a: Vec<Attached> = progs.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
+    // And one whose BTF is of a real program's size, named in full.
+    let fine = Prog::load_padded("cil_sock6_connect", "connect6", 64 << 10);
+    let _f = Attached::new(&ctr, &fine, ALLOW_MULTI);
+    let mut c = std::process::Command::new(agent_bin());
+    c.args(["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    let (run, peak_kib) = run_measured(c);
+    eprintln!("the audit's peak RSS: {} MiB", peak_kib / 1024);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+    let report = run.json();
+    assert_eq!(report["objects_skipped"]["btf"], 8, "{:#}", report["objects_skipped"]);
+    let names: std::collections::BTreeSet<&str> =
+        report["attachments"].as_array().unwrap().iter().map(|a| a["prog_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cil_sock4_conne", "cil_sock6_connect"].into(), "kernel names past the cap, full names below");
+    let below = report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").count();
+    assert_eq!(below, 9, "still judged as Cilium's: {report:#}");
+}
+
 /// The control characters in `s`, but the newlines that end lines.
 fn controls(s: &str) -> Vec<char> {
     s.chars().filter(|c| c.is_control() && *c != '\n').collect()

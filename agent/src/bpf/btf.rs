@@ -82,8 +82,45 @@ fn str_in(strings: &[u8], off: u32) -> &[u8] {
     &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
 }
 
+/// Where the name of type `type_id` is, from a prefix of a BTF blob that
+/// holds at least its header and type section: the name's byte offset in
+/// the whole blob. `None` if that prefix is too short, the blob malformed,
+/// or the id out of range.
+pub fn name_offset(prefix: &[u8], type_id: u32) -> Option<usize> {
+    let magic = prefix.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]]))?;
+    if magic != BTF_MAGIC {
+        return None;
+    }
+    let field = |off| u32_at(prefix, off).map(|v| v as usize);
+    let (hdr_len, type_off, type_len, str_off) = (field(4)?, field(8)?, field(12)?, field(16)?);
+    let types = prefix.get(hdr_len.checked_add(type_off)?..hdr_len.checked_add(type_off)?.checked_add(type_len)?)?;
+    let mut off = 0usize;
+    for _ in 1..type_id {
+        let info = u32_at(types, off + 4)?;
+        off += 12 + trailing_len((info >> 24) & 0x1f, (info & 0xffff) as usize)?;
+    }
+    let name_off = u32_at(types, off)? as usize;
+    hdr_len.checked_add(str_off)?.checked_add(name_off)
+}
+
+/// How many bytes of a BTF blob hold its header and type section (what
+/// `name_offset` needs), from its first 24 bytes.
+pub fn types_end(header: &[u8]) -> Option<usize> {
+    let field = |off| u32_at(header, off).map(|v| v as usize);
+    field(4)?.checked_add(field(8)?)?.checked_add(field(12)?)
+}
+
+/// The NUL-terminated name at `at` in a prefix of a blob.
+pub fn name_at(prefix: &[u8], at: usize) -> Option<String> {
+    let rest = prefix.get(at..)?;
+    let end = rest.iter().position(|&b| b == 0)?;
+    let name = std::str::from_utf8(&rest[..end]).ok()?;
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
 /// The name of type `type_id` in a raw BTF blob, or `None` if the blob is
 /// malformed, the id is out of range, or the type is anonymous.
+#[cfg(test)]
 pub fn type_name(data: &[u8], type_id: u32) -> Option<String> {
     let types = Types::parse(data).ok()?;
     let name = std::str::from_utf8(types.str_at(types.header(type_id)?.0)).ok()?;
@@ -126,6 +163,7 @@ pub enum BtfError {
 }
 
 impl<'a> Types<'a> {
+    #[cfg(test)]
     pub fn parse(data: &'a [u8]) -> Result<Types<'a>, BtfError> {
         Types::parse_indexed(data, &[])
     }
@@ -429,6 +467,16 @@ mod tests {
     fn func_name_is_found_past_variable_length_records() {
         let (data, func, _) = blob();
         assert_eq!(type_name(&data, func).as_deref(), Some("cil_sock4_connect"));
+    }
+
+    #[test]
+    fn a_name_is_found_from_prefixes_of_the_blob() {
+        let (data, func, _) = blob();
+        let end = types_end(&data).unwrap();
+        let at = name_offset(&data[..end], func).expect("the types are all that is needed");
+        assert_eq!(name_at(&data, at).as_deref(), type_name(&data, func).as_deref());
+        assert!(name_offset(&data[..end - 1], func).is_none(), "a prefix too short says so");
+        assert!(name_at(&data[..at + 2], at).is_none(), "a name cut short is no name");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! so every program the walk saw attached is in the table unless it was
 //! unloaded meanwhile. Links come from `BPF_LINK_GET_NEXT_ID` (5.8).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 
 use serde::Serialize;
@@ -79,25 +79,66 @@ fn unix_ms_of_boot_ns(boot_ns: u64) -> Option<u64> {
 ///
 /// BTF blobs are fetched once per object: Cilium's socket-LB programs share
 /// one. A program unloaded meanwhile keeps its kernel name.
-pub fn resolve_full_names(programs: &mut BTreeMap<u32, Program>, ids: impl IntoIterator<Item = u32>) {
-    let mut cache: HashMap<u32, Vec<u8>> = HashMap::new();
+pub fn resolve_full_names(programs: &mut BTreeMap<u32, Program>, ids: impl IntoIterator<Item = u32>) -> u64 {
+    // One BTF object at a time: Cilium's programs share one.
+    let mut by_btf: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for id in ids {
-        let Some(p) = programs.get_mut(&id) else { continue };
-        let Some(btf_id) = p.btf.take() else { continue };
-        let Ok(fd) = sys::prog_fd_by_id(id) else { continue };
-        if let Some(full) = full_name(&fd, btf_id, &mut cache).filter(|full| full.starts_with(&p.name)) {
-            p.name = full;
+        if let Some(btf_id) = programs.get_mut(&id).and_then(|p| p.btf.take()) {
+            by_btf.entry(btf_id).or_default().push(id);
         }
     }
+    let mut skipped = 0;
+    for (btf_id, ids) in by_btf {
+        // The entry function's BTF type of each program.
+        let funcs: Vec<(u32, u32)> = ids
+            .into_iter()
+            .filter_map(|id| {
+                let fd = sys::prog_fd_by_id(id).ok()?;
+                Some((id, sys::prog_main_func_type_id(fd.as_fd()).ok()??))
+            })
+            .collect();
+        match full_names(btf_id, &funcs) {
+            Ok(names) => {
+                for (id, full) in names {
+                    if let Some(p) = programs.get_mut(&id).filter(|p| full.starts_with(&p.name)) {
+                        p.name = full;
+                    }
+                }
+            }
+            Err(TooLarge) => skipped += funcs.len() as u64,
+        }
+    }
+    skipped
 }
 
-fn full_name(fd: &impl AsFd, btf_id: u32, cache: &mut HashMap<u32, Vec<u8>>) -> Option<String> {
-    let type_id = sys::prog_main_func_type_id(fd.as_fd()).ok()??;
-    if let std::collections::hash_map::Entry::Vacant(e) = cache.entry(btf_id) {
-        let btf_fd = sys::btf_fd_by_id(btf_id).ok()?;
-        e.insert(sys::btf_data(btf_fd.as_fd()).ok()?);
+/// The most of one program's BTF the audit reads to name it; a larger one
+/// is not read, and the program keeps its kernel name. Real objects hold a
+/// few hundred KiB at most; anyone who can load a program can pad its BTF
+/// to the kernel's 16 MiB.
+pub const MAX_PROGRAM_BTF: u32 = 4 << 20;
+
+/// A BTF object past `MAX_PROGRAM_BTF`.
+struct TooLarge;
+
+/// The names of `funcs` (program id, BTF type id) in BTF object `btf_id`,
+/// reading only what naming needs: the header and type section, then the
+/// string section up to the last name wanted. Unreadable objects name none.
+fn full_names(btf_id: u32, funcs: &[(u32, u32)]) -> Result<Vec<(u32, String)>, TooLarge> {
+    let Ok(fd) = sys::btf_fd_by_id(btf_id) else { return Ok(Vec::new()) };
+    let Ok((header, size)) = sys::btf_prefix(fd.as_fd(), 24) else { return Ok(Vec::new()) };
+    if size > MAX_PROGRAM_BTF {
+        return Err(TooLarge);
     }
-    btf::type_name(cache.get(&btf_id)?, type_id)
+    let Some(types_end) = btf::types_end(&header) else { return Ok(Vec::new()) };
+    let Ok((types, _)) = sys::btf_prefix(fd.as_fd(), types_end.min(size as usize) as u32) else {
+        return Ok(Vec::new());
+    };
+    let at: Vec<(u32, usize)> = funcs.iter().filter_map(|&(id, t)| Some((id, btf::name_offset(&types, t)?))).collect();
+    drop(types);
+    // Names are at most KSYM_NAME_LEN (512) bytes.
+    let Some(last) = at.iter().map(|(_, a)| a + 512).max() else { return Ok(Vec::new()) };
+    let Ok((prefix, _)) = sys::btf_prefix(fd.as_fd(), last.min(size as usize) as u32) else { return Ok(Vec::new()) };
+    Ok(at.into_iter().filter_map(|(id, a)| Some((id, btf::name_at(&prefix, a)?))).collect())
 }
 
 /// Every loaded program, by id, with kernel names. Programs that disappear

@@ -261,6 +261,25 @@ pub(crate) fn prog_main_func_type_id(fd: BorrowedFd<'_>) -> Result<Option<u32>> 
     Ok((info.nr_func_info > 0).then_some(rec[0].type_id))
 }
 
+/// The first `len` bytes of the BTF blob behind a BTF object fd (fewer if
+/// the blob is shorter), and the blob's whole size: the kernel copies a
+/// prefix of what it holds, so a reader need not hold all of it.
+pub(crate) fn btf_prefix(fd: BorrowedFd<'_>, len: u32) -> Result<(Vec<u8>, u32)> {
+    // SAFETY: plain data.
+    let mut info: bpf_btf_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers set.
+    unsafe { obj_info(fd, &mut info)? };
+    let size = info.btf_size;
+    let mut buf = vec![0u8; len.min(size) as usize];
+    // SAFETY: plain data.
+    let mut info: bpf_btf_info = unsafe { mem::zeroed() };
+    info.btf = buf.as_mut_ptr() as u64;
+    info.btf_size = buf.len() as u32;
+    // SAFETY: `btf` points at `btf_size` writable bytes.
+    unsafe { obj_info(fd, &mut info)? };
+    Ok((buf, size))
+}
+
 /// The raw BTF blob behind a BTF object fd (what `bpftool btf dump` reads).
 pub(crate) fn btf_data(fd: BorrowedFd<'_>) -> Result<Vec<u8>> {
     // NB: first call learns the size, second copies; a BTF object is immutable

@@ -502,7 +502,8 @@ impl Worker {
         let mut table: std::collections::BTreeMap<u32, programs::Program> =
             ids.iter().filter_map(|&id| programs::program_by_id(id).ok().flatten()).map(|p| (p.id, p)).collect();
         let found: Vec<u32> = table.keys().copied().collect();
-        programs::resolve_full_names(&mut table, found);
+        let skipped = programs::resolve_full_names(&mut table, found);
+        self.shared.metrics.objects_skipped("btf", skipped);
         picture.add_programs(table.into_values());
     }
 
@@ -769,7 +770,8 @@ impl Worker {
         let now = Instant::now();
         if now.duration_since(self.agents_read) >= NODE_STATE_EVERY {
             let mut errors = Vec::new();
-            picture.set_cni_processes(scan::host::cni_processes(&self.config.scan.proc, &mut errors));
+            let budget = scan::deadline::Budget::new(scan::deadline::READ_DEADLINE);
+            picture.set_cni_processes(scan::host::cni_processes(&self.config.scan.proc, &budget, &mut errors));
             let root = picture.snapshot().root.clone();
             picture.set_mounts(scan::host::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
             self.agents_read = now;

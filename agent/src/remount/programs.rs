@@ -189,7 +189,7 @@ pub fn stale_pins(bpffs: BorrowedFd<'_>, shown: &Path, root_id: u64, allow: &[St
         }
         let Ok(Some(prog)) = programs::program_by_id(link.prog_id) else { continue };
         let mut one = std::collections::BTreeMap::from([(prog.id, prog)]);
-        programs::resolve_full_names(&mut one, [link.prog_id]);
+        let _ = programs::resolve_full_names(&mut one, [link.prog_id]);
         let Some(prog) = one.remove(&link.prog_id) else { continue };
         let t = AttachType::from_kernel(link.attach_type);
         if !classify(&prog.name, prog.prog_type, t, &policy).is_cni() {

@@ -3,75 +3,139 @@
 //! A process chooses what its root holds and what backs its memory: a
 //! FUSE mount nobody serves, or a page behind userfaultfd, blocks whoever
 //! reads there, in an uninterruptible wait no timeout can end. So such
-//! reads run on a thread of their own; past the deadline the caller goes on
-//! without the answer and the thread is left behind, still blocked. At most
-//! one is left behind per process read: while it is, that process is not
-//! read again (the answer would block too), so nothing piles up.
+//! reads run on a small pool of reader threads, and the caller waits for
+//! each no longer than what is left of its pass's one `Budget`: past it,
+//! the pass goes on without the answer. A reader stuck for good stays
+//! stuck, but the pool never grows past `READERS`, and a process whose last
+//! read has not returned is not read again meanwhile (the answer would
+//! block too). So 70 processes that block cost a pass at most one budget,
+//! not 70, and churning them costs no thread.
 
-use std::collections::HashSet;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::BTreeSet;
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
 
-/// How long a read of another process's files may take.
+/// How long all untrusted reads of one pass may take together.
 pub const READ_DEADLINE: Duration = Duration::from_secs(2);
+/// Reader threads at most: what reads stuck for good can hold.
+pub const READERS: usize = 4;
+/// Reads waiting for a reader; beyond this they are refused at once.
+const QUEUED: usize = 64;
 
-/// Processes whose last read has not returned.
-static STUCK: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+/// One pass's deadline for all its untrusted reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    until: Instant,
+}
+
+impl Budget {
+    /// A budget of `limit` from now.
+    pub fn new(limit: Duration) -> Budget {
+        Budget { until: Instant::now() + limit }
+    }
+
+    fn left(&self) -> Duration {
+        self.until.saturating_duration_since(Instant::now())
+    }
+}
 
 /// Why there is no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Abandoned {
     #[error(
-        "reading pid {pid}'s files did not return within {limit:?} (a file system that never answers, such as an unserved FUSE mount); it is not read again while that read is blocked"
+        "reading pid {pid}'s files did not return within the pass's {limit:?} for such reads (a file system that never answers, such as an unserved FUSE mount); it is not read again while that read is blocked"
     )]
     TimedOut { pid: u32, limit: Duration },
     #[error("an earlier read of pid {0}'s files has still not returned (a file system that never answers)")]
     StillBlocked(u32),
-    #[error("the thread reading pid {0}'s files could not be started")]
-    NoThread(u32),
+    #[error("pid {0}'s files were not read: every reader is busy with reads that have not returned")]
+    Busy(u32),
 }
 
-/// Runs `read` (of process `pid`'s files) with a deadline of `limit`.
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Pool {
+    jobs: Option<crossbeam_channel::Sender<Job>>,
+    receiver: Option<crossbeam_channel::Receiver<Job>>,
+    /// Threads started, and how many of them wait for a job.
+    threads: usize,
+    idle: usize,
+    /// Processes whose last read has not returned.
+    stuck: BTreeSet<u32>,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool { jobs: None, receiver: None, threads: 0, idle: 0, stuck: BTreeSet::new() });
+
+fn pool() -> std::sync::MutexGuard<'static, Pool> {
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A reader: runs jobs as they come.
+fn reader(jobs: crossbeam_channel::Receiver<Job>) {
+    loop {
+        pool().idle += 1;
+        let Ok(job) = jobs.recv() else { return };
+        pool().idle -= 1;
+        job();
+    }
+}
+
+/// Runs `read` (of process `pid`'s files) on a reader, waiting at most
+/// what is left of `budget`.
 pub fn within<T: Send + 'static>(
     pid: u32,
-    limit: Duration,
+    budget: &Budget,
     read: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Abandoned> {
-    {
-        let mut stuck = STUCK.lock().unwrap_or_else(|e| e.into_inner());
-        if stuck.get_or_insert_with(HashSet::new).contains(&pid) {
-            return Err(Abandoned::StillBlocked(pid));
-        }
-    }
     let (tx, rx) = mpsc::sync_channel(1);
-    let gave_up = Arc::new(Mutex::new(false));
-    let gave_up_thread = gave_up.clone();
-    let spawned = std::thread::Builder::new().name("cgaudit-read".into()).spawn(move || {
+    let job: Job = Box::new(move || {
         let answer = read();
-        let _ = tx.send(answer);
-        // A read the caller gave up on: the process may be read again.
-        if *gave_up_thread.lock().unwrap_or_else(|e| e.into_inner()) {
-            let mut stuck = STUCK.lock().unwrap_or_else(|e| e.into_inner());
-            stuck.get_or_insert_with(HashSet::new).remove(&pid);
+        // The caller may have gone: then it gave up, and the process may
+        // be read again.
+        if tx.send(answer).is_err() {
+            pool().stuck.remove(&pid);
         }
     });
-    if spawned.is_err() {
-        return Err(Abandoned::NoThread(pid));
+    {
+        let mut p = pool();
+        if p.stuck.contains(&pid) {
+            return Err(Abandoned::StillBlocked(pid));
+        }
+        if p.jobs.is_none() {
+            let (s, r) = crossbeam_channel::bounded(QUEUED);
+            (p.jobs, p.receiver) = (Some(s), Some(r));
+        }
+        if p.idle == 0 && p.threads < READERS {
+            let r = p.receiver.clone().expect("made above");
+            if std::thread::Builder::new().name("cgaudit-read".into()).spawn(move || reader(r)).is_ok() {
+                p.threads += 1;
+            }
+        }
+        let jobs = p.jobs.clone().expect("made above");
+        if jobs.try_send(job).is_err() {
+            return Err(Abandoned::Busy(pid));
+        }
     }
+    let limit = budget.left();
     match rx.recv_timeout(limit) {
         Ok(answer) => Ok(answer),
         Err(_) => {
-            let mut flag = gave_up.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = pool();
             // It may have answered just now.
             if let Ok(answer) = rx.try_recv() {
                 return Ok(answer);
             }
-            *flag = true;
-            STUCK.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(pid);
-            Err(Abandoned::TimedOut { pid, limit })
+            p.stuck.insert(pid);
+            drop(rx);
+            Err(Abandoned::TimedOut { pid, limit: READ_DEADLINE.min(limit.max(Duration::from_millis(1))) })
         }
     }
+}
+
+/// Reader threads started so far: they never exceed `READERS`.
+#[cfg(test)]
+fn readers() -> usize {
+    pool().threads
 }
 
 #[cfg(test)]
@@ -79,17 +143,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_past_its_deadline_is_left_behind_and_its_process_not_read_again_meanwhile() {
-        let (release, wait) = mpsc::channel::<()>();
-        let blocked = within(4_000_001, Duration::from_millis(50), move || wait.recv().is_ok());
-        assert!(matches!(blocked, Err(Abandoned::TimedOut { pid: 4_000_001, .. })));
-        assert_eq!(within(4_000_001, Duration::from_secs(1), || 1), Err(Abandoned::StillBlocked(4_000_001)));
-        assert_eq!(within(4_000_002, Duration::from_secs(1), || 2), Ok(2), "other processes are read");
-        release.send(()).unwrap();
+    fn reads_past_the_budget_are_left_behind_and_the_pool_does_not_grow() {
+        let budget = Budget::new(Duration::from_millis(200));
+        let started = Instant::now();
+        let mut releases = Vec::new();
+        // More blocked processes than readers: one budget in all, not one each.
+        for pid in 4_000_001..4_000_011 {
+            let (release, wait) = mpsc::channel::<()>();
+            releases.push(release);
+            let r = within(pid, &budget, move || wait.recv().is_ok());
+            assert!(matches!(r, Err(Abandoned::TimedOut { .. } | Abandoned::Busy(_))), "{r:?}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(readers() <= READERS);
+        assert_eq!(
+            within(4_000_001, &Budget::new(Duration::from_secs(1)), || 1),
+            Err(Abandoned::StillBlocked(4_000_001))
+        );
+        // Released: the readers come back, the processes are read again.
+        drop(releases);
         let again = (0..100).find_map(|_| {
             std::thread::sleep(Duration::from_millis(10));
-            within(4_000_001, Duration::from_secs(1), || 3).ok()
+            within(4_000_001, &Budget::new(Duration::from_secs(1)), || 3).ok()
         });
         assert_eq!(again, Some(3), "read again once the blocked read returned");
+        assert!(readers() <= READERS);
     }
 }

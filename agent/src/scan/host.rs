@@ -244,7 +244,7 @@ fn not_an_agent(
 }
 
 /// The running CNI agents (by command name) and their cgroup namespaces.
-pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
+pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
     let initial = initial_userns(proc);
     let netns = ns_id(proc, "net");
     let mut out = Vec::new();
@@ -272,7 +272,7 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
             // Its root and its memory are its own to make block.
             None => {
                 let proc = proc.to_owned();
-                deadline::within(pid, deadline::READ_DEADLINE, move || intent::read(&proc, pid, cni))
+                deadline::within(pid, budget, move || intent::read(&proc, pid, cni))
                     .unwrap_or_else(|why| Intent::unknown(why.to_string()))
             }
             Some(why) => Intent::unknown(why),
@@ -287,7 +287,7 @@ pub fn cni_processes(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniProcess
 /// nothing when bpffs is not mounted there or cannot be reached. Read
 /// under the deadline of untrusted reads: the directories are others' to
 /// write (see `bpf::pins`).
-pub fn cni_pins(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
+pub fn cni_pins(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
     let root = root::in_root_of(proc, 1, Path::new("/"));
     type PerCni = Vec<(Cni, Result<Vec<pins::Pinned>, String>)>;
     let read = move || -> Result<PerCni, String> {
@@ -302,7 +302,7 @@ pub fn cni_pins(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
             .map(|cni| (cni, pins::pinned(bpffs.as_fd(), shown, cni.pin_dir()).map_err(|e| e.to_string())))
             .collect())
     };
-    let read = match deadline::within(1, deadline::READ_DEADLINE, read) {
+    let read = match deadline::within(1, budget, read) {
         Ok(r) => r,
         Err(why) => Err(why.to_string()),
     };

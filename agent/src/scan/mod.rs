@@ -225,7 +225,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
     }
 
-    let cni_pins = host::cni_pins(&opts.proc, &mut errors);
+    // One deadline for every read of what others control in this pass.
+    let budget = deadline::Budget::new(deadline::READ_DEADLINE);
+    let cni_pins = host::cni_pins(&opts.proc, &budget, &mut errors);
     let programs::Links { cgroup: cgroup_links, skipped: links_skipped } =
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     // Full names only where the audit shows them: attached, linked and
@@ -236,7 +238,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(cgroup_links.iter().map(|l| l.prog_id))
         .chain(cni_pins.iter().map(|p| p.prog_id))
         .collect();
-    programs::resolve_full_names(&mut programs, named);
+    let btf_skipped = programs::resolve_full_names(&mut programs, named);
     let by_target: HashMap<(u64, u32, u32), u32> =
         cgroup_links.iter().map(|l| ((l.cgroup_id, l.attach_type, l.prog_id), l.link_id)).collect();
     for a in &mut attachments {
@@ -261,7 +263,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     });
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
     let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
-    let cni_processes = host::cni_processes(&opts.proc, &mut errors);
+    let cni_processes = host::cni_processes(&opts.proc, &budget, &mut errors);
     // Programs at the root no name claims, on a hook a known holder uses.
     let unnamed_at_root: BTreeSet<u32> = attachments
         .iter()
@@ -283,6 +285,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         programs,
         cgroup_links,
         links_skipped,
+        btf_skipped,
         pods,
         root_effective,
         mounts,
