@@ -93,3 +93,74 @@ impl Drop for TestCgroup {
         remove_tree(&self.path);
     }
 }
+
+/// A chain of cgroups `depth` deep below `parent`, each named `name`: made
+/// and removed through directory descriptors, since its paths outgrow
+/// PATH_MAX. Removed deepest first on drop (through `..`, two descriptors
+/// at a time), before the test's own cgroup.
+pub struct Chain {
+    parent: PathBuf,
+    name: String,
+    depth: usize,
+}
+
+fn mkdirat_or_open(dir: &OwnedFd, name: &str) -> OwnedFd {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => panic!("mkdirat {name}: {e}"),
+    }
+    rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .unwrap_or_else(|e| panic!("openat {name}: {e}"))
+}
+
+impl Chain {
+    pub fn make(parent: &Path, name: &str, depth: usize) -> Chain {
+        let mut at = open_dir(parent);
+        for _ in 0..depth {
+            at = mkdirat_or_open(&at, name);
+        }
+        Chain { parent: parent.to_owned(), name: name.to_owned(), depth }
+    }
+
+    /// The deepest cgroup, open.
+    pub fn bottom(&self) -> OwnedFd {
+        let mut at = open_dir(&self.parent);
+        for _ in 0..self.depth {
+            at = mkdirat_or_open(&at, &self.name);
+        }
+        at
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        let mut at = self.bottom();
+        for level in (0..self.depth).rev() {
+            let up = match rustix::fs::openat(
+                &at,
+                "..",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(up) => up,
+                Err(e) => {
+                    eprintln!("WARNING: chain below {} at level {level}: {e}", self.parent.display());
+                    return;
+                }
+            };
+            drop(at);
+            // A child removed a moment ago may keep its parent busy briefly.
+            let mut tries = 0;
+            while let Err(e) = rustix::fs::unlinkat(&up, self.name.as_str(), AtFlags::REMOVEDIR) {
+                tries += 1;
+                if e == rustix::io::Errno::NOENT || tries > 600 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            at = up;
+        }
+    }
+}

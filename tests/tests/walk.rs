@@ -172,3 +172,33 @@ fn when_the_kernel_pass_cannot_run_the_default_walk_falls_back_and_says_why() {
     assert_says_each_thing_once(&forced.stderr);
     assert_eq!(programs_left_since(&before), [0u32; 0], "nothing was left loaded");
 }
+
+/// Issue 28, H2 [a writable cgroupfs; kernels before 6.1, or --walk
+/// syscalls]: the syscall walk recursed once per level, keeping one open
+/// directory and its 32 KiB buffer per level: it died of a stack overflow
+/// at depth 4,500 (and held 130 MB on the way). It is iterative now, with
+/// at most 64 directories open at once, at any depth.
+#[test]
+fn a_chain_deeper_than_any_stack_is_walked_by_syscalls() {
+    if !can_run(&["time"]) {
+        return;
+    }
+    let t = TestCgroup::new("deep-walk");
+    let chain = Chain::make(&t.path, "d", 5000);
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _a = Attached::new_fd(chain.bottom(), &prog, ALLOW_MULTI);
+    let mut c = std::process::Command::new(agent_bin());
+    c.args(["audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", t.path.to_str().unwrap()]);
+    let (run, peak_kib) = run_measured(c);
+    eprintln!("5,000 levels by syscalls: peak RSS {} MiB", peak_kib / 1024);
+    assert_eq!(run.code, 1, "exit {}: {}", run.code, run.stderr.lines().last().unwrap_or(""));
+    let report = run.json();
+    assert_eq!(report["cgroups_scanned"], 5001);
+    let below: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    assert_eq!(below.len(), 1, "the program at the bottom is found");
+    assert_eq!(below[0]["cgroup"].as_str().unwrap().len(), 5000 * 2, "its path is the whole chain");
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+    drop(_a);
+    drop(chain);
+}

@@ -1,4 +1,5 @@
-//! A walk of every cgroup below a root, one visit per cgroup.
+//! A walk of every cgroup below a root, one visit per cgroup, without
+//! recursion and with a bounded number of open directories.
 //!
 //! Each directory is opened once, relative to its parent (`openat`), and that
 //! fd serves both the visitor's queries and the readdir; child cgroup ids come
@@ -10,9 +11,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use nix::dir::{Dir, Type};
-use nix::fcntl::{OFlag, openat};
-use nix::sys::stat::Mode;
+use rustix::fs::{Dir, FileType, Mode, OFlags};
 
 /// What a visitor reports about one cgroup.
 pub enum Visit {
@@ -41,7 +40,27 @@ fn is_gone(e: nix::Error) -> bool {
     matches!(e, nix::Error::ENOENT | nix::Error::ENODEV)
 }
 
-/// Walks `root` (whose relative path is `/`) depth first, pre-order.
+/// Directory streams open at once at most. Deeper than this, the streams
+/// nearest the root are closed, and reopened through `..` of their child
+/// when the walk comes back to them, at the entry where they stopped: a
+/// chain of cgroups as deep as a pod cares to make costs a fixed number of
+/// descriptors and buffers.
+const OPEN_STREAMS: usize = 64;
+
+/// One directory of the current path, from the root down.
+struct Frame {
+    id: u64,
+    /// Length of `path` up to and with this directory's name.
+    path_len: usize,
+    /// Its stream while open; `None` while closed to bound the descriptors.
+    dir: Option<Dir>,
+    /// The position after the last entry read (`d_off`), to seek to on reopening.
+    resume: i64,
+}
+
+/// Walks `root` (whose relative path is `/`) depth first, pre-order,
+/// without recursion: any depth costs the same stack, and at most
+/// `OPEN_STREAMS` open directories.
 ///
 /// `visit(path, cgroup_id, fd)` runs once per cgroup, before its children.
 pub fn walk<F>(root: OwnedFd, root_id: u64, mut visit: F) -> WalkStats
@@ -50,78 +69,141 @@ where
 {
     let mut stats = WalkStats::default();
     let mut path = String::new();
-    descend(root, root_id, &mut path, &mut visit, &mut stats);
+    let Some(dir) = enter(root, root_id, "/", &mut visit, &mut stats) else { return stats };
+    let mut stack = vec![Frame { id: root_id, path_len: 0, dir: Some(dir), resume: 0 }];
+    // Frames below this index have their streams closed.
+    let mut first_open = 0;
+    while let Some(top) = stack.last_mut() {
+        let shown = |path: &str, len: usize| if len == 0 { "/".to_owned() } else { path[..len].to_owned() };
+        let dir = top.dir.as_mut().expect("the top of the path is open");
+        let entry = match dir.read() {
+            Some(Ok(entry)) => entry,
+            end => {
+                if let Some(Err(e)) = end {
+                    let e = nix::Error::from_raw(e.raw_os_error());
+                    if is_gone(e) {
+                        stats.vanished += 1;
+                    } else {
+                        let cgroup = shown(&path, top.path_len);
+                        stats.errors.push(WalkError { cgroup, op: "readdir".into(), error: e.to_string() });
+                    }
+                }
+                // Done with it: back to its parent, reopened if it was closed.
+                let done = stack.pop().expect("a top");
+                path.truncate(stack.last().map_or(0, |f| f.path_len));
+                if let Some(parent) = stack.last_mut().filter(|p| p.dir.is_none()) {
+                    match reopen(&done, parent) {
+                        Ok(d) => parent.dir = Some(d),
+                        Err(e) => {
+                            // The parent went meanwhile (its subtree with it),
+                            // or cannot be read again: the walk goes on above.
+                            if is_gone(e) {
+                                stats.vanished += 1;
+                            } else {
+                                let cgroup = shown(&path, path.len());
+                                stats.errors.push(WalkError { cgroup, op: "reopen".into(), error: e.to_string() });
+                            }
+                            stack.pop();
+                            path.truncate(stack.last().map_or(0, |f| f.path_len));
+                            unwind(&mut stack, &mut path, &mut stats);
+                        }
+                    }
+                    first_open = first_open.min(stack.len().saturating_sub(1));
+                }
+                continue;
+            }
+        };
+        top.resume = entry.offset();
+        let name = entry.file_name();
+        if entry.file_type() != FileType::Directory || matches!(name.to_bytes(), b"." | b"..") {
+            continue;
+        }
+        let child_id = entry.ino();
+        let parent_fd = dir.fd().expect("an open stream has a descriptor");
+        let child =
+            rustix::fs::openat(parent_fd, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty());
+        path.push('/');
+        path.push_str(&name.to_string_lossy());
+        match child {
+            Ok(child) => {
+                if let Some(dir) = enter(child, child_id, &path, &mut visit, &mut stats) {
+                    stack.push(Frame { id: child_id, path_len: path.len(), dir: Some(dir), resume: 0 });
+                    // Bound the open streams: close the ones nearest the root.
+                    if stack.len() - first_open > OPEN_STREAMS {
+                        stack[first_open].dir = None;
+                        first_open += 1;
+                    }
+                    continue;
+                }
+            }
+            Err(e) => {
+                let e = nix::Error::from_raw(e.raw_os_error());
+                if is_gone(e) {
+                    stats.vanished += 1;
+                } else {
+                    stats.errors.push(WalkError { cgroup: path.clone(), op: "open".into(), error: e.to_string() });
+                }
+            }
+        }
+        path.truncate(stack.last().map_or(0, |f| f.path_len));
+    }
     stats
 }
 
-fn descend<F>(fd: OwnedFd, id: u64, path: &mut String, visit: &mut F, stats: &mut WalkStats)
+/// After the frames above were abandoned: the new top is reopened if it was
+/// closed (from the root down is not possible without its child, so such
+/// frames are abandoned too: their remaining entries are not walked, and
+/// the walk says so).
+fn unwind(stack: &mut Vec<Frame>, path: &mut String, stats: &mut WalkStats) {
+    while stack.last().is_some_and(|f| f.dir.is_none()) {
+        let f = stack.pop().expect("a top");
+        stats.errors.push(WalkError {
+            cgroup: if f.path_len == 0 { "/".to_owned() } else { path[..f.path_len.min(path.len())].to_owned() },
+            op: "walk".into(),
+            error: "a cgroup below it went away while its siblings were still to be read".into(),
+        });
+        path.truncate(stack.last().map_or(0, |f| f.path_len));
+    }
+}
+
+/// Visits one cgroup; its stream, to list its children, unless it went.
+fn enter<F>(fd: OwnedFd, id: u64, shown: &str, visit: &mut F, stats: &mut WalkStats) -> Option<Dir>
 where
     F: FnMut(&str, u64, BorrowedFd<'_>) -> Result<Visit, WalkError>,
 {
-    let shown = if path.is_empty() { "/" } else { path.as_str() };
     match visit(shown, id, fd.as_fd()) {
         Ok(Visit::Done) => stats.scanned += 1,
         Ok(Visit::Vanished) => {
             stats.vanished += 1;
-            return;
+            return None;
         }
         Err(e) => {
             stats.scanned += 1;
             stats.errors.push(e);
         }
     }
-
-    // Children are visited as the directory lists them, never collected: a
-    // pod can make hundreds of thousands in one directory, with 255-byte
-    // names. The stream owns the fd; children are opened through a copy.
-    let parent = match fd.try_clone() {
-        Ok(p) => p,
-        Err(e) => {
-            stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "dup".into(), error: e.to_string() });
-            return;
-        }
-    };
-    let mut dir = match Dir::from_fd(fd) {
-        Ok(d) => d,
+    match Dir::new(fd) {
+        Ok(d) => Some(d),
         Err(e) => {
             stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "fdopendir".into(), error: e.to_string() });
-            return;
+            None
         }
-    };
-    let parent_len = path.len();
-    for entry in dir.iter() {
-        let (name, child_id) = match entry {
-            Ok(e) if e.file_type() == Some(Type::Directory) => {
-                let name = e.file_name();
-                if name.to_bytes() == b"." || name.to_bytes() == b".." {
-                    continue;
-                }
-                (name.to_owned(), e.ino())
-            }
-            Ok(_) => continue,
-            Err(e) if is_gone(e) => {
-                stats.vanished += 1;
-                return;
-            }
-            Err(e) => {
-                let cgroup = if parent_len == 0 { "/".to_owned() } else { path[..parent_len].to_owned() };
-                stats.errors.push(WalkError { cgroup, op: "readdir".into(), error: e.to_string() });
-                break;
-            }
-        };
-        let child = openat(
-            parent.as_fd(),
-            name.as_c_str(),
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        );
-        path.push('/');
-        path.push_str(&name.to_string_lossy());
-        match child {
-            Ok(child) => descend(child, child_id, path, visit, stats),
-            Err(e) if is_gone(e) => stats.vanished += 1,
-            Err(e) => stats.errors.push(WalkError { cgroup: path.clone(), op: "open".into(), error: e.to_string() }),
-        }
-        path.truncate(parent_len);
     }
+}
+
+/// `parent`'s stream again, through `..` of its child `done` (still open),
+/// at the entry after `done`: it must be the same cgroup (cgroup
+/// directories cannot be moved, so `..` of a child is its parent).
+fn reopen(done: &Frame, parent: &Frame) -> Result<Dir, nix::Error> {
+    let child = done.dir.as_ref().expect("a frame done with was open");
+    let child_fd = child.fd().map_err(|e| nix::Error::from_raw(e.raw_os_error()))?;
+    let up = rustix::fs::openat(child_fd, "..", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| nix::Error::from_raw(e.raw_os_error()))?;
+    let st = rustix::fs::fstat(&up).map_err(|e| nix::Error::from_raw(e.raw_os_error()))?;
+    if st.st_ino != parent.id {
+        return Err(nix::Error::ENOENT);
+    }
+    let mut dir = Dir::new(up).map_err(|e| nix::Error::from_raw(e.raw_os_error()))?;
+    dir.seek(parent.resume).map_err(|e| nix::Error::from_raw(e.raw_os_error()))?;
+    Ok(dir)
 }
