@@ -1,6 +1,8 @@
 //! The seed through a real container runtime: a stand-in CNI agent in a
 //! podman container with `--cgroupns=private` mounts cgroup2 and attaches the
-//! socket-LB programs to "its root", which is its container's cgroup.
+//! socket-LB programs to "its root", which is its container's cgroup. Like
+//! Cilium's agent it runs on the node's network (hostNetwork): a process merely
+//! named like the agent is not taken for it.
 
 use std::time::Duration;
 
@@ -25,7 +27,7 @@ fn misattachment_from_a_private_cgroupns_container_names_the_container() {
             "--privileged --cgroupns=private --cgroup-manager=cgroupfs --cgroup-parent {parent} {PODMAN_LIMITS} \
              --annotation io.kubernetes.pod.namespace=kube-system --annotation io.kubernetes.pod.name=cilium-podman \
              --annotation io.kubernetes.pod.uid={OTHER_POD_UID} --annotation io.kubernetes.container.name=cilium-agent \
-             --network=none --rootfs /:O {} socket-lb-agent /run/cilium/cgroupv2",
+             --network=host --rootfs /:O {} socket-lb-agent /run/cilium/cgroupv2",
             agent_copy.display()
         ),
     );
