@@ -133,9 +133,65 @@ pub fn top_mount_at<'a>(mounts: &'a [Mount], path: &std::path::Path) -> Option<&
     at.iter().copied().find(|m| !at.iter().any(|o| o.parent_id == m.mount_id))
 }
 
+/// The mount that hides `m` (the last one mounted over its mount point or
+/// over a directory above it, later than `m`), if one does: then what is at
+/// `m`'s path is that mount's, not `m`'s. A mount is later than `m` when it
+/// is not one `m` sits on (its parent chain).
+pub fn shadowing<'a>(mounts: &'a [Mount], m: &Mount) -> Option<&'a Mount> {
+    let by_id: std::collections::HashMap<i32, &Mount> = mounts.iter().map(|x| (x.mount_id, x)).collect();
+    let mut below = std::collections::HashSet::new();
+    let mut at = m.parent_id;
+    // Bounded by the table: a loop (which no kernel makes) ends it.
+    for _ in 0..mounts.len() {
+        if !below.insert(at) {
+            break;
+        }
+        match by_id.get(&at) {
+            Some(p) if p.parent_id != p.mount_id => at = p.parent_id,
+            _ => break,
+        }
+    }
+    mounts
+        .iter()
+        .filter(|y| y.mount_id != m.mount_id && !below.contains(&y.mount_id))
+        .rfind(|y| m.mount_point.starts_with(&y.mount_point))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(id: i32, parent: i32, root: &str, mp: &str, fs: &str) -> Mount {
+        Mount {
+            mount_id: id,
+            parent_id: parent,
+            majmin: "0:1".into(),
+            root: root.into(),
+            mount_point: mp.into(),
+            fs_type: fs.into(),
+            super_options: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_mount_is_shadowed_by_one_made_over_it_or_over_a_directory_above_it_later() {
+        let root = line(1, 0, "/", "/", "ext4");
+        let run = line(2, 1, "/", "/run", "tmpfs");
+        let cg = line(3, 2, "/kubepods/ctr", "/run/cilium/cgroupv2", "cgroup2");
+        let below = line(4, 3, "/", "/run/cilium/cgroupv2/x", "tmpfs");
+        let sibling = line(5, 2, "/", "/run/other", "tmpfs");
+        let prefix = line(6, 2, "/", "/run/cilium/cgroup", "tmpfs");
+        let mut table = vec![root.clone(), run.clone(), cg.clone(), below, sibling, prefix];
+        assert_eq!(shadowing(&table, &cg), None, "mounts it sits on, below it, beside it do not hide it");
+        let over = line(7, 3, "/", "/run/cilium/cgroupv2", "tmpfs");
+        table.push(over.clone());
+        assert_eq!(shadowing(&table, &cg), Some(&over), "stacked on it");
+        table.pop();
+        let above = line(8, 2, "/", "/run/cilium", "tmpfs");
+        table.push(above.clone());
+        assert_eq!(shadowing(&table, &cg), Some(&above), "over a directory above it");
+        assert_eq!(shadowing(&table, &run), None);
+    }
 
     const HYBRID: &str = "\
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate

@@ -75,6 +75,11 @@ pub struct CgroupMount {
     /// Field 4 of mountinfo, as read from the auditor's cgroup namespace.
     pub mountinfo_root: String,
     pub top: MountTop,
+    /// Another mount made over it (or over a directory above it) later, as
+    /// `<type> at <path>`: what is at its path now is not this mount, and
+    /// its top was read from its own mountinfo entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<String>,
 }
 
 /// One cgroup of the audited tree: its id, its parent's, its name (kept

@@ -179,3 +179,35 @@ fn seed_json_matches_the_golden_schema() {
         golden.display()
     );
 }
+
+/// Issue 28, L2 [a mount in PID 1's namespace]: the mount check read the
+/// inode of whatever was on top of the path: a tmpfs mounted over the
+/// misrooted cgroup2 mount reads as inode 1, as the root does, and the
+/// finding went away while the agent that had opened the mount kept
+/// attaching through it. The mount is judged by its own mountinfo entry now,
+/// and said to be hidden.
+#[test]
+fn a_misrooted_mount_hidden_under_another_is_still_found_and_said_to_be_hidden() {
+    if !can_run(&["unshare", "nsenter", "mount"]) {
+        return;
+    }
+    let s = SeedNode::new("shadowed");
+    let mount = which("mount").unwrap();
+    let status = s.sandbox.command(&mount, &["-t", "tmpfs", "tmpfs", CILIUM.mount_point]).status().expect("run mount");
+    assert!(status.success(), "mount tmpfs over the seed's mount: {status}");
+    let root = s.t.path.to_str().unwrap();
+    let run = s.sandbox.agent(&["audit", "--cgroup-root", root, "--output", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let report = run.json();
+    let mounts = findings(&report, "cgroup_mount_not_root");
+    assert_eq!(mounts.len(), 1, "the hidden misrooted mount: {:#}", report["mounts"]);
+    assert_eq!(mounts[0]["cgroup"], cilium_container());
+    assert_eq!(mounts[0]["severity"], "critical");
+    let message = mounts[0]["message"].as_str().unwrap();
+    assert!(message.contains("hidden under tmpfs at /run/cilium/cgroupv2"), "{message}");
+    let listed = report["mounts"].as_array().unwrap();
+    let hidden: Vec<&Value> = listed.iter().filter(|m| m["shadowed_by"].is_string()).collect();
+    assert_eq!(hidden.len(), 1, "{listed:#?}");
+    assert_eq!(hidden[0]["mount_point"], CILIUM.mount_point);
+    assert_eq!(hidden[0]["top"]["cgroup"], cilium_container());
+}

@@ -24,6 +24,13 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
                 None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
             }
         );
+        let message = match &m.shadowed_by {
+            Some(over) => format!(
+                "{message} The mount is hidden under {over}, mounted over it later: what that path shows now is not \
+                 this mount, but a CNI agent that opened it before (or holds it open) still attaches through it."
+            ),
+            None => message,
+        };
         let mp = m.mount_point.display();
         let mut remediation = format!(
             "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
@@ -56,6 +63,7 @@ mod tests {
             mount_point: mp.into(),
             mountinfo_root: "/".into(),
             top: MountTop::Known { cgroup_id: id, cgroup: cgroup.map(str::to_owned) },
+            shadowed_by: None,
         };
         s.mounts = vec![
             mount("/sys/fs/cgroup", 1, Some("/")),
