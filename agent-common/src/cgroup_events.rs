@@ -155,7 +155,13 @@ pub const STATUS_READ_FAILED: u32 = 1;
 /// ... and calls whose attr could not be read from user memory (syscall
 /// tracing: sent as `UNREAD`, never as zeros; counted, never logged).
 pub const STATUS_UNREADABLE: u32 = 2;
-pub const STATUS_SLOTS: u32 = 3;
+/// ... and (kprobe set) calls noted at entry whose return the kretprobe
+/// never saw: its instances ran out (`maxactive`: one per thread inside the
+/// function, waiting on `cgroup_mutex` included), so their events were
+/// lost. Counted when the same thread's next call finds its last one still
+/// noted; the agent counts the ones no later call comes for.
+pub const STATUS_RETURN_MISSED: u32 = 3;
+pub const STATUS_SLOTS: u32 = 4;
 
 /// Events a CPU may send per second, and in one burst: beyond that they are
 /// counted lost (the agent then reads the whole tree), so no workload can

@@ -397,6 +397,12 @@ pub fn link_detach_entry(ctx: FEntryContext) -> i32 {
 // kprobe/kretprobe: what the entry saw is kept in PENDING for the return.
 
 fn note(e: &CgroupEvent) {
+    // This thread's last call is still noted: its return never came (the
+    // kretprobe had no instance left for it), and its event was lost.
+    // SAFETY: only whether an entry exists is read.
+    if unsafe { PENDING.get(&e.pid_tgid) }.is_some() {
+        bump(STATUS_RETURN_MISSED);
+    }
     if PENDING.insert(&e.pid_tgid, e, 0).is_err() {
         bump(STATUS_LOST);
     }

@@ -91,6 +91,7 @@ pub struct Metrics {
     view_complete: IntGauge,
     attach_events: IntCounterVec,
     events_lost: IntCounter,
+    returns_missed: IntCounter,
     tracing_active: IntGauge,
     event_source: IntGaugeVec,
     attachment_sweeps: IntCounter,
@@ -226,6 +227,10 @@ impl Metrics {
                 "bpf_events_lost_total",
                 "Kernel events dropped (ring buffer full, a CPU over its event budget, or not readable whole); each loss leads to a full pass.",
             ),
+            returns_missed: counter(
+                "kprobe_returns_missed_total",
+                "kprobe source: calls whose return the kretprobe never saw (its instances, maxactive, ran out: many threads inside the attach functions at once), so their events were lost; counted in bpf_events_lost_total too.",
+            ),
             tracing_active: gauge(
                 "event_tracing_active",
                 "1 when changes to cgroup attachments arrive as kernel events (fexit, kprobe or syscall tracing), 0 when they are found by reading.",
@@ -360,6 +365,11 @@ impl Metrics {
     pub fn events_lost(&self, total: u64) {
         let delta = total.saturating_sub(self.events_lost.get());
         self.events_lost.inc_by(delta);
+    }
+
+    pub fn returns_missed(&self, total: u64) {
+        let delta = total.saturating_sub(self.returns_missed.get());
+        self.returns_missed.inc_by(delta);
     }
 
     pub fn incremental_update(&self) {

@@ -78,6 +78,11 @@ pub async fn serve(args: &RunArgs) -> u8 {
                     let _ = wake.try_send(Msg::Wake);
                     true
                 }
+                // Counted in `Lost` too (which asks for the full pass).
+                TraceMessage::MissedReturns(total) => {
+                    shared.metrics.returns_missed(total);
+                    true
+                }
             });
             match reader {
                 Ok(r) => Some(r),

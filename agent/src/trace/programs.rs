@@ -197,10 +197,20 @@ const KERNEL_NAMES: &[&str] = &[
 /// thread inside these functions at once).
 const PENDING_CALLS: u32 = 1024;
 
+/// A call noted at entry older than this has lost its return.
+const STALE_AFTER_NS: u64 = 10_000_000_000;
+
+/// PENDING's values, as bytes: only the time they were noted is read.
+type Noted = [u8; std::mem::size_of::<wire::CgroupEvent>()];
+
 /// The loaded and attached programs and the maps they write.
 pub struct Tracer {
     pub(super) events: RingBuf<MapData>,
     status: PerCpuArray<MapData, u64>,
+    /// The kprobe set's calls in flight.
+    pending: Option<aya::maps::HashMap<MapData, u64, Noted>>,
+    /// Noted calls found stale by `sweep_pending` and removed.
+    stale: u64,
     /// One attachment per BTF-attached program; dropping them detaches.
     _links: Vec<OwnedFd>,
     /// kprobes keep their perf links; dropping them detaches.
@@ -281,7 +291,14 @@ impl Tracer {
         let events = RingBuf::try_from(Map::RingBuf(take(&mut loaded, "EVENTS")?)).map_err(map_err("EVENTS"))?;
         let status =
             PerCpuArray::try_from(Map::PerCpuArray(take(&mut loaded, "STATUS")?)).map_err(map_err("STATUS"))?;
-        Ok(Tracer { events, status, _links: links, _kprobes: kprobes, _loaded: loaded })
+        let pending = match source {
+            Source::Kprobe => Some(
+                aya::maps::HashMap::try_from(Map::HashMap(take(&mut loaded, "PENDING")?))
+                    .map_err(map_err("PENDING"))?,
+            ),
+            _ => None,
+        };
+        Ok(Tracer { events, status, pending, stale: 0, _links: links, _kprobes: kprobes, _loaded: loaded })
     }
 
     fn status(&self, slot: u32) -> u64 {
@@ -292,7 +309,38 @@ impl Tracer {
     /// its budget), and kernel reads that failed inside the programs: an
     /// event the kernel could not read whole is as good as lost.
     pub fn lost(&self) -> u64 {
-        self.status(wire::STATUS_LOST) + self.status(wire::STATUS_READ_FAILED)
+        self.status(wire::STATUS_LOST) + self.status(wire::STATUS_READ_FAILED) + self.missed_returns()
+    }
+
+    /// kprobe set: calls whose return the kretprobe never saw (its
+    /// instances ran out), so their events were lost; the programs count
+    /// those the same thread calls again after, `sweep_pending` the rest.
+    pub fn missed_returns(&self) -> u64 {
+        self.status(wire::STATUS_RETURN_MISSED) + self.stale
+    }
+
+    /// Removes the calls noted more than 10 s ago (none of these functions
+    /// runs that long: their return was missed) and counts them.
+    pub fn sweep_pending(&mut self) {
+        let Some(pending) = self.pending.as_mut() else { return };
+        let Ok(now) = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) else { return };
+        let now = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
+        let at = std::mem::offset_of!(wire::CgroupEvent, ktime_ns);
+        let stale: Vec<u64> = pending
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, v)| {
+                let noted = v.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes).unwrap_or(now);
+                now.saturating_sub(noted) > STALE_AFTER_NS
+            })
+            .map(|(k, _)| k)
+            .collect();
+        for k in stale {
+            // Gone meanwhile: its return came after all.
+            if pending.remove(&k).is_ok() {
+                self.stale += 1;
+            }
+        }
     }
 }
 

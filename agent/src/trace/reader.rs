@@ -47,7 +47,7 @@ fn decode(b: &[u8]) -> Option<Event> {
         },
         wire::EVENT_MKDIR => {
             let name = b.get(wire::EVENT_HEADER..wire::EVENT_HEADER.checked_add(name_len)?)?;
-            Change::CgroupMade { cgroup_id, parent_id, name: String::from_utf8_lossy(name).into_owned() }
+            Change::CgroupMade { cgroup_id, parent_id, name: name.to_vec() }
         }
         wire::EVENT_RMDIR => Change::CgroupRemoved { cgroup_id },
         _ => return None,
@@ -73,11 +73,17 @@ pub enum TraceMessage {
     Event(Event),
     /// Total events lost in the kernel so far.
     Lost(u64),
+    /// Of which: calls whose return the kprobe set never saw.
+    MissedReturns(u64),
 }
 
 /// Records read per wake-up before the stop flag is looked at again: a
 /// flood cannot keep the reader from stopping.
 const DRAIN_BATCH: usize = 1024;
+
+/// How often the kprobe set's calls in flight are looked at for returns
+/// that never came.
+const SWEEP_PENDING_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the reader on its own thread until `stop` is set, then drops the
 /// tracer (detaching the programs) before the thread ends. `send` returns
@@ -89,6 +95,8 @@ pub fn spawn_reader(
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("cgaudit-trace".into()).spawn(move || {
         let mut lost = 0;
+        let mut missed = 0;
+        let mut swept = std::time::Instant::now();
         let mut dropped_here = 0;
         while !stop.load(Ordering::Relaxed) {
             let ready = {
@@ -113,6 +121,15 @@ pub fn spawn_reader(
                         dropped_here += 1;
                     }
                 }
+            }
+            if swept.elapsed() >= SWEEP_PENDING_EVERY {
+                tracer.sweep_pending();
+                swept = std::time::Instant::now();
+            }
+            let now_missed = tracer.missed_returns();
+            if now_missed != missed {
+                missed = now_missed;
+                send(TraceMessage::MissedReturns(missed));
             }
             let now = tracer.lost() + dropped_here;
             if now != lost {
@@ -170,7 +187,7 @@ mod tests {
             }
         );
         let made = decode(&record(wire::EVENT_MKDIR, 0, b"kubepods.slice")).unwrap();
-        assert_eq!(made.change, Change::CgroupMade { cgroup_id: 4242, parent_id: 1, name: "kubepods.slice".into() });
+        assert_eq!(made.change, Change::CgroupMade { cgroup_id: 4242, parent_id: 1, name: b"kubepods.slice".to_vec() });
     }
 
     #[test]

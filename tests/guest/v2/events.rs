@@ -95,3 +95,9 @@ fn the_daemon_leaves_roots_locked_memory_to_others() {
         }
     }
 }
+
+#[test]
+fn missed_kprobe_returns_are_counted_and_the_tree_read_again() {
+    guest::require("v2");
+    sources::missed_returns_are_counted_and_the_tree_read_again("kprobe");
+}
