@@ -26,6 +26,7 @@ pub struct Attribution {
 
 impl Attribution {
     /// The cgroup is a pod's own cgroup.
+    #[cfg(test)]
     pub fn is_pod_level(&self) -> bool {
         self.pod_level
     }
@@ -80,6 +81,49 @@ fn plain_container(segs: &[&str]) -> Attribution {
     })
 }
 
+/// One level below `kubepods`, above any pod, as kubelet names it.
+enum KubeLevel {
+    /// A pod's own cgroup (its UID, dashed), and the QoS its name says.
+    Pod(String, Option<&'static str>),
+    /// A QoS slice (or another slice, as systemd nests them): the first
+    /// QoS named counts.
+    Slice(Option<&'static str>),
+    /// A cgroupfs QoS level: the last one counts.
+    Qos(&'static str),
+    /// Not a name kubelet gives a level there.
+    Other,
+}
+
+fn kube_level(seg: &str) -> KubeLevel {
+    // systemd: kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice
+    if let Some(slice) = seg.strip_suffix(".slice") {
+        let body = slice.strip_prefix("kubepods-").unwrap_or(slice);
+        if let Some((q, uid)) = body.split_once("pod").filter(|(_, u)| is_pod_uid(&u.replace('_', "-"))) {
+            return KubeLevel::Pod(uid.replace('_', "-"), qos_of(q.trim_end_matches('-')));
+        }
+        return KubeLevel::Slice(qos_of(body));
+    }
+    // cgroupfs: burstable/, pod<uid>/
+    if let Some(uid) = seg.strip_prefix("pod").filter(|u| is_pod_uid(u)) {
+        return KubeLevel::Pod(uid.to_owned(), None);
+    }
+    match qos_of(seg) {
+        Some(q) => KubeLevel::Qos(q),
+        None => KubeLevel::Other,
+    }
+}
+
+/// The place of a cgroup named `seg` whose parent is `kubepods` or one of
+/// its QoS levels (`cgroup::tree`, one level at a time).
+pub fn kubepods_level(seg: &str) -> crate::cgroup::tree::Place {
+    use crate::cgroup::tree::Place;
+    match kube_level(seg) {
+        KubeLevel::Pod(uid, _) => Place::Pod { uid: uid.into() },
+        KubeLevel::Slice(_) | KubeLevel::Qos(_) => Place::Kubepods,
+        KubeLevel::Other => Place::Elsewhere,
+    }
+}
+
 /// Attributes a cgroup path (absolute or relative to any root).
 pub fn attribute(path: &str) -> Attribution {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -90,28 +134,16 @@ pub fn attribute(path: &str) -> Attribution {
     let mut rest = segs[start + 1..].iter().copied();
     let mut qos = None;
     for seg in rest.by_ref() {
-        // systemd: kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice
-        if let Some(slice) = seg.strip_suffix(".slice") {
-            let body = slice.strip_prefix("kubepods-").unwrap_or(slice);
-            if let Some((q, uid)) = body.split_once("pod").filter(|(_, u)| is_pod_uid(&u.replace('_', "-"))) {
-                let q = q.trim_end_matches('-');
-                qos = qos.or_else(|| qos_of(q));
-                a.pod_uid = Some(uid.replace('_', "-"));
+        match kube_level(seg) {
+            KubeLevel::Pod(uid, q) => {
+                qos = qos.or(q);
+                a.pod_uid = Some(uid);
                 break;
             }
-            qos = qos.or_else(|| qos_of(body));
-            continue;
+            KubeLevel::Slice(q) => qos = qos.or(q),
+            KubeLevel::Qos(q) => qos = Some(q),
+            KubeLevel::Other => return Attribution::default(),
         }
-        // cgroupfs: burstable/, pod<uid>/
-        if let Some(uid) = seg.strip_prefix("pod").filter(|u| is_pod_uid(u)) {
-            a.pod_uid = Some(uid.to_owned());
-            break;
-        }
-        if let Some(q) = qos_of(seg) {
-            qos = Some(q);
-            continue;
-        }
-        return Attribution::default();
     }
     if a.pod_uid.is_none() {
         return Attribution::default();

@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::bpf::{AttachFlags, AttachType};
-use crate::snapshot::{Attachment, BelowPod, ContainerCgroup, PodCgroup};
 
 /// The socket-LB hooks that translate a pod's Service traffic: TCP
 /// connects, UDP sends and receives, and the peer address a socket reports.
@@ -139,87 +138,6 @@ pub fn effective<'a>(up: impl IntoIterator<Item = &'a Level> + Clone) -> Effecti
     out
 }
 
-/// The parent of a path relative to the audit root (`/a/b` -> `/a`,
-/// `/a` -> `/`); `None` for the root.
-fn parent(path: &str) -> Option<&str> {
-    if path == "/" {
-        return None;
-    }
-    Some(match path.rfind('/') {
-        Some(0) | None => "/",
-        Some(i) => &path[..i],
-    })
-}
-
-/// Fills in each pod's containers (the leaf cgroups below it that hold
-/// processes, from `below`) and what is in effect for the pod's own cgroup
-/// and for each container, from the cgroups' own programs (`attachments`,
-/// paths relative to the audit root) and what the kernel reports in effect
-/// at the root (`root_effective`).
-pub fn assign(
-    pods: &mut [PodCgroup],
-    mut below: Vec<BelowPod>,
-    attachments: &[Attachment],
-    root_effective: &Effective,
-) {
-    let mut levels: HashMap<&str, Level> = HashMap::new();
-    for a in attachments.iter().filter(|a| is_coverage_hook(a.attach_type)) {
-        let l = levels.entry(a.cgroup.as_str()).or_default();
-        let h = l.hooks.entry(a.attach_type).or_insert((a.attach_flags, Vec::new()));
-        h.0 = a.attach_flags;
-        h.1.push(a.prog_id);
-    }
-    let root = levels.get("/").cloned().unwrap_or_default();
-    let above = Level::above(&root, root_effective);
-    // Most nodes: programs at the root only, the same for every cgroup.
-    let mut sets = Sets::default();
-    let everywhere = levels.keys().all(|p| *p == "/").then(|| sets.share(effective([&root, &above])));
-    let mut at = |path: &str| -> Shared {
-        if let Some(e) = &everywhere {
-            return e.clone();
-        }
-        let mut chain: Vec<&Level> = Vec::new();
-        let mut p = Some(path);
-        while let Some(here) = p {
-            if let Some(l) = levels.get(here) {
-                chain.push(l);
-            }
-            p = parent(here);
-        }
-        chain.push(&above);
-        sets.share(effective(chain))
-    };
-    let index: HashMap<String, usize> = pods.iter().enumerate().map(|(i, p)| (p.cgroup.clone(), i)).collect();
-    for pod in pods.iter_mut() {
-        pod.effective = at(&pod.cgroup);
-        pod.containers.clear();
-    }
-    // A cgroup is a leaf unless the next one in path order is below it.
-    below.sort_by(|a, b| a.cgroup.cmp(&b.cgroup));
-    for i in 0..below.len() {
-        let c = &below[i];
-        let leaf = below.get(i + 1).is_none_or(|next| {
-            !(next.cgroup.starts_with(&c.cgroup) && next.cgroup.as_bytes().get(c.cgroup.len()) == Some(&b'/'))
-        });
-        if !leaf || !c.populated {
-            continue;
-        }
-        let mut p = parent(&c.cgroup);
-        while let Some(up) = p {
-            if let Some(&pod) = index.get(up) {
-                let effective = at(&c.cgroup);
-                pods[pod].containers.push(ContainerCgroup {
-                    cgroup: c.cgroup.clone(),
-                    cgroup_id: c.cgroup_id,
-                    effective,
-                });
-                break;
-            }
-            p = parent(up);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,74 +163,6 @@ mod tests {
         assert_eq!(connect4(&effective([&ctr, &pod, &root_override])), [9], "the container's replaces the root's");
         assert_eq!(connect4(&effective([&ctr, &pod, &root_multi])), [9, 1], "both run, the lower one first");
         assert_eq!(connect4(&effective([&Level::default(), &pod, &root_override])), [1], "inherited");
-    }
-
-    fn att(cgroup: &str, hook: &str, flags: AttachFlags, prog_id: u32) -> Attachment {
-        Attachment {
-            cgroup: cgroup.into(),
-            cgroup_id: 0,
-            attach_type: t(hook),
-            attach_flags: flags,
-            prog_id,
-            link_id: None,
-        }
-    }
-
-    fn pod(path: &str) -> PodCgroup {
-        PodCgroup {
-            cgroup: path.into(),
-            cgroup_id: 0,
-            pod_uid: "u".into(),
-            effective: Default::default(),
-            containers: vec![],
-        }
-    }
-
-    fn below(path: &str, populated: bool) -> BelowPod {
-        BelowPod { cgroup: path.into(), cgroup_id: 0, populated }
-    }
-
-    #[test]
-    fn containers_are_the_pods_leaves_with_processes_each_judged_where_it_is() {
-        let mut pods = vec![pod("/kubepods/poda"), pod("/kubepods/podb")];
-        let below = vec![
-            below("/kubepods/poda/ctr1", true),
-            below("/kubepods/poda/ctr2", true),
-            below("/kubepods/poda/empty", false),
-            below("/kubepods/podb/mid", true),
-            below("/kubepods/podb/mid/leaf", true),
-        ];
-        let attachments = vec![
-            att("/", "connect4", AttachFlags::Override, 1),
-            att("/kubepods/poda/ctr2", "connect4", AttachFlags::None, 9),
-        ];
-        assign(&mut pods, below, &attachments, &[(t("connect4"), vec![1])].into());
-        let names: Vec<&str> = pods[0].containers.iter().map(|c| c.cgroup.as_str()).collect();
-        assert_eq!(names, ["/kubepods/poda/ctr1", "/kubepods/poda/ctr2"], "leaves holding processes only");
-        assert_eq!(connect4(&pods[0].effective), [1]);
-        assert_eq!(connect4(&pods[0].containers[0].effective), [1]);
-        assert_eq!(connect4(&pods[0].containers[1].effective), [9], "its own program replaced the root's");
-        assert_eq!(
-            pods[1].containers.iter().map(|c| c.cgroup.as_str()).collect::<Vec<_>>(),
-            ["/kubepods/podb/mid/leaf"]
-        );
-    }
-
-    #[test]
-    fn cgroups_with_the_same_programs_in_effect_share_one_set() {
-        let mut pods = vec![pod("/kubepods/poda"), pod("/kubepods/podb"), pod("/kubepods/podc")];
-        let below =
-            vec![below("/kubepods/poda/c", true), below("/kubepods/podb/c", true), below("/kubepods/podc/c", true)];
-        let attachments = vec![
-            att("/", "connect4", AttachFlags::Override, 1),
-            att("/kubepods/podc/c", "connect4", AttachFlags::None, 9),
-        ];
-        assign(&mut pods, below, &attachments, &[(t("connect4"), vec![1])].into());
-        let shared = &pods[0].effective;
-        assert!(Arc::ptr_eq(shared, &pods[1].effective) && Arc::ptr_eq(shared, &pods[2].effective));
-        assert!(Arc::ptr_eq(shared, &pods[0].containers[0].effective));
-        assert!(!Arc::ptr_eq(shared, &pods[2].containers[0].effective), "its own program: a set of its own");
-        assert_eq!(connect4(&pods[2].containers[0].effective), [9]);
     }
 
     #[test]

@@ -51,8 +51,7 @@ pub fn node() -> Snapshot {
         cgroup_paths: BTreeMap::new(),
         events: Vec::new(),
         errors: Vec::new(),
-        tree: Vec::new(),
-        tree_kept: false,
+        tree: None,
     }
 }
 

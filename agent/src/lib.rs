@@ -22,6 +22,7 @@ pub(crate) mod metrics;
 pub mod mounts;
 pub(crate) mod os;
 pub mod owner;
+pub(crate) mod placement;
 pub mod remount;
 pub(crate) mod report;
 pub(crate) mod scan;

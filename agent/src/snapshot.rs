@@ -49,15 +49,6 @@ pub struct ContainerCgroup {
     pub effective: crate::coverage::Shared,
 }
 
-/// A cgroup below a pod's, as a walk saw it: whether processes are in it
-/// (its own, not its descendants').
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BelowPod {
-    pub cgroup: String,
-    pub cgroup_id: u64,
-    pub populated: bool,
-}
-
 /// Where a cgroup2 mount in PID 1's mount namespace is rooted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -80,15 +71,6 @@ pub struct CgroupMount {
     /// its top was read from its own mountinfo entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadowed_by: Option<String>,
-}
-
-/// One cgroup of the audited tree: its id, its parent's, its name (kept
-/// only when the scan was asked to, for the daemon's picture).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeEntry {
-    pub id: u64,
-    pub parent: u64,
-    pub name: String,
 }
 
 /// A process, as named in findings.
@@ -264,11 +246,18 @@ pub enum Change {
     CgroupMade {
         cgroup_id: u64,
         parent_id: u64,
-        name: String,
+        /// As the kernel holds it (shown with any byte that is not UTF-8
+        /// as `\xNN`).
+        #[serde(serialize_with = "serialize_name")]
+        name: Vec<u8>,
     },
     CgroupRemoved {
         cgroup_id: u64,
     },
+}
+
+fn serialize_name<S: serde::Serializer>(name: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::cgroup::tree::shown(name))
 }
 
 impl Change {
@@ -408,8 +397,7 @@ pub struct Snapshot {
     /// Recent changes (daemon only; empty for one-shot audits).
     pub events: Vec<Event>,
     pub errors: Vec<ScanError>,
-    /// Every cgroup below the root, when `ScanOptions::tree_max` asked and
-    /// the tree was within it (`tree_kept`).
-    pub tree: Vec<TreeEntry>,
-    pub tree_kept: bool,
+    /// Every cgroup, when `ScanOptions::tree_max` asked and the tree was
+    /// within it (the daemon's).
+    pub tree: Option<crate::cgroup::tree::Tree>,
 }

@@ -164,3 +164,103 @@ impl Drop for Chain {
         }
     }
 }
+
+/// A memory cgroup of its own with a limit, for a process the test starts
+/// through `command` (a DaemonSet's `resources.limits.memory`): cgroup v1's
+/// memory controller where it is mounted, else cgroup v2's. Processes left
+/// in it are killed and it is removed on drop.
+pub struct MemoryLimit {
+    path: PathBuf,
+    v1: bool,
+}
+
+impl MemoryLimit {
+    pub fn new(tag: &str, bytes: u64) -> MemoryLimit {
+        let v1_root = Path::new("/sys/fs/cgroup/memory");
+        let (path, v1) = if v1_root.join("memory.limit_in_bytes").exists() {
+            let ours = fs::read_to_string("/proc/self/cgroup")
+                .ok()
+                .and_then(|t| t.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_owned())))
+                .unwrap_or_else(|| "/".into());
+            (v1_root.join(ours.trim_start_matches('/')).join(unique(tag)), true)
+        } else {
+            let root = cgroup2_root();
+            let controllers = fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
+            if !controllers.split_whitespace().any(|c| c == "memory") {
+                fs::write(root.join("cgroup.subtree_control"), "+memory")
+                    .unwrap_or_else(|e| panic!("enable the memory controller at {}: {e}", root.display()));
+            }
+            (root.join(unique(tag)), false)
+        };
+        fs::create_dir(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+        let file = if v1 { "memory.limit_in_bytes" } else { "memory.max" };
+        fs::write(path.join(file), bytes.to_string()).unwrap_or_else(|e| panic!("{}/{file}: {e}", path.display()));
+        MemoryLimit { path, v1 }
+    }
+
+    /// `program`, started inside the limit.
+    pub fn command(&self, program: &Path) -> std::process::Command {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(r#"echo $$ > "$0" && exec "$@""#).arg(self.path.join("cgroup.procs")).arg(program);
+        c
+    }
+
+    /// Processes the kernel killed for going over the limit.
+    pub fn oom_kills(&self) -> u64 {
+        let file = if self.v1 { "memory.oom_control" } else { "memory.events" };
+        let text = fs::read_to_string(self.path.join(file)).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix("oom_kill ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// The most memory the processes in it held at once (v1; v2 from 5.19).
+    pub fn peak(&self) -> Option<u64> {
+        let file = if self.v1 { "memory.max_usage_in_bytes" } else { "memory.peak" };
+        fs::read_to_string(self.path.join(file)).ok()?.trim().parse().ok()
+    }
+}
+
+impl Drop for MemoryLimit {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let procs = fs::read_to_string(self.path.join("cgroup.procs")).unwrap_or_default();
+            if procs.trim().is_empty() {
+                break;
+            }
+            for pid in procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Err(e) = fs::remove_dir(&self.path) {
+            eprintln!("WARNING: rmdir {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// A process of the test's own, moved into a cgroup by descriptor (its path
+/// may outgrow PATH_MAX), killed on drop.
+pub struct Resident(std::process::Child);
+
+impl Resident {
+    pub fn into(cgroup: &std::os::fd::OwnedFd) -> Resident {
+        let child = std::process::Command::new("sleep").arg("600").spawn().expect("spawn sleep");
+        let procs = rustix::fs::openat(
+            cgroup,
+            "cgroup.procs",
+            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open cgroup.procs");
+        let r = Resident(child);
+        std::io::Write::write_all(&mut std::fs::File::from(procs), r.0.id().to_string().as_bytes())
+            .expect("move into the chain");
+        r
+    }
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

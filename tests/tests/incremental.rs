@@ -18,7 +18,7 @@ fn ready(d: &Daemon) {
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
 }
 
-use integration_tests::sources::{assert_picture_is_a_fresh_audit, full_passes};
+use integration_tests::sources::{self, assert_picture_is_a_fresh_audit, full_passes};
 
 #[test]
 fn the_picture_equals_a_fresh_audit_after_churn_and_attach_detach_link_pin_sequences() {
@@ -127,4 +127,48 @@ fn a_misattachment_made_during_heavy_churn_is_reported() {
     assert!(starts > 100, "the churn was not heavy: {starts}");
     drop(attached);
     assert!(wait_until(Duration::from_secs(10), || d.metric(MISATTACHED).is_none()), "{}", d.logs());
+}
+
+/// Issue 28, L1 [a writable cgroupfs]: the daemon re-read a changed cgroup
+/// by a path rebuilt from names: a name that is not UTF-8 (`\xff`) came
+/// back as U+FFFD and a path past PATH_MAX could not be opened, so either
+/// cgroup was taken for gone and its change waited for the interval's full
+/// pass (up to 94 s; here an hour). Names are bytes now and cgroups are
+/// re-opened by id: the change is seen as fast as any other.
+#[test]
+fn a_change_under_a_name_that_is_not_utf8_or_a_path_past_path_max_is_seen_at_once() {
+    use std::os::unix::ffi::OsStrExt;
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("bytes");
+    let ctr = t.mkdir(&cgroupfs_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    // As soon as any change: the next sweep's at the latest with `reading`.
+    let seen = |want: f64| wait_until(sources::deadline("reading"), || d.metric(MISATTACHED).unwrap_or(0.0) == want);
+
+    let odd = ctr.join(std::ffi::OsStr::from_bytes(b"ctr-\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    let a = Attached::new(&odd, &prog, ALLOW_MULTI);
+    assert!(seen(1.0), "an attach below a name that is not UTF-8 was not seen:\n{}", d.logs());
+    drop(a);
+    assert!(seen(0.0), "its detach was not seen:\n{}", d.logs());
+    let audit: Value = serde_json::from_str(&d.get("/events").1).unwrap();
+    let shown = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["cgroup"].as_str())
+        .any(|c| c.ends_with("/ctr-\\xff"));
+    assert!(shown, "the name is shown escaped, not replaced: {audit:#}");
+
+    let chain = Chain::make(&ctr, &"n".repeat(255), 20);
+    let a = Attached::new_fd(chain.bottom(), &prog, ALLOW_MULTI);
+    assert!(seen(1.0), "an attach 5,100 bytes down (past PATH_MAX) was not seen:\n{}", d.logs());
+    drop(a);
+    assert!(seen(0.0), "its detach was not seen:\n{}", d.logs());
+    assert_eq!(full_passes(&d), 1.0, "seen as events, not by a full pass:\n{}", d.get("/metrics").1);
+    drop(chain);
 }

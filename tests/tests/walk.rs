@@ -3,6 +3,8 @@
 //! BPF_PROG_QUERY per hook) give the same report, and the in-kernel pass
 //! leaves nothing loaded behind.
 
+use std::time::Duration;
+
 use integration_tests::*;
 use serde_json::Value;
 
@@ -199,6 +201,118 @@ fn a_chain_deeper_than_any_stack_is_walked_by_syscalls() {
     assert_eq!(below.len(), 1, "the program at the bottom is found");
     assert_eq!(below[0]["cgroup"].as_str().unwrap().len(), 5000 * 2, "its path is the whole chain");
     assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+    drop(_a);
+    drop(chain);
+}
+
+/// Issue 28, H1 [a writable cgroupfs in a pod]: every populated cgroup below
+/// a pod and every event kept a copy of its full path, so a cgroup cost its
+/// depth times its name's length: a chain 4,000 deep of 255-byte names in a
+/// pod's container, with a process at the bottom, took the audit 37.8 s and
+/// 135.6 MB. Goal: at most 10 s and 64 MiB, with either walk; the finding
+/// still names the pod.
+#[test]
+fn a_deep_chain_of_long_names_in_a_pod_costs_the_audit_little() {
+    if !can_run(&["time"]) {
+        return;
+    }
+    let t = TestCgroup::new("deep-names");
+    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+    let chain = Chain::make(&ctr, &"n".repeat(255), 4000);
+    let bottom = chain.bottom();
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _a = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
+    let resident = Resident::into(&bottom);
+    for walk in ["bpf-iter", "syscalls"] {
+        let mut c = std::process::Command::new(agent_bin());
+        c.args(["audit", "--output", "json", "--walk", walk, "--cgroup-root", t.path.to_str().unwrap()]);
+        let start = std::time::Instant::now();
+        let (run, peak_kib) = run_measured(c);
+        let took = start.elapsed();
+        eprintln!("4,000 levels of 255-byte names in a pod, --walk {walk}: {took:?}, peak RSS {} MiB", peak_kib / 1024);
+        assert!(run.code == 1, "exit {}: {}", run.code, run.stderr.lines().last().unwrap_or(""));
+        let report = run.json();
+        assert_eq!(report["cgroups_scanned"], 4005, "--walk {walk}");
+        let below: Vec<&Value> =
+            report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+        assert_eq!(below.len(), 1, "--walk {walk}");
+        let text = below[0].to_string();
+        assert!(
+            text.contains(OTHER_POD_UID),
+            "--walk {walk}: the finding names the pod: {}",
+            &text[..text.len().min(400)]
+        );
+        assert!(took < std::time::Duration::from_secs(10), "--walk {walk}: {took:?}");
+        assert!(peak_kib < 64 * 1024, "--walk {walk}: peak RSS {peak_kib} KiB");
+    }
+    drop(resident);
+    drop(_a);
+    drop(chain);
+}
+
+/// Issue 28, H1, the daemon: its picture kept every cgroup's path, and each
+/// event its cgroup's and its caller's: a chain 4,000 deep of 255-byte names
+/// got it OOM-killed at start, and each event at the bottom cost about
+/// 2.1 MB. Goal: under a 128 MiB limit it stays up and ready while the chain
+/// is made and while it churns at the bottom, and still sees a
+/// misattachment there. Most of the chain is made before the daemon starts
+/// (its start is where the old one died), the deepest levels while it
+/// watches: with the tree tracepoints enabled the kernel formats each new
+/// cgroup's path (`kernfs_path_from_node`, quadratic in depth), so making
+/// all 4,000 levels under watch takes minutes of the pod's own time and
+/// tells nothing the last hundred do not.
+#[test]
+fn a_deep_chain_in_a_pod_cannot_push_the_daemon_over_its_limit() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("deep-daemon");
+    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+    let name = "n".repeat(255);
+    let started = Chain::make(&ctr, &name, 3900);
+    let limit = MemoryLimit::new("deep-daemon", 128 << 20);
+    // The binary that ships: its memory is what the DaemonSet's limit is for.
+    let mut d = Daemon::start_via(limit.command(&shipped_agent_bin()), &["--cgroup-root", t.path.to_str().unwrap()]);
+    let up = |d: &mut Daemon| {
+        matches!(d.child.try_wait(), Ok(None)) && http_get(d.addr, "/readyz").is_some_and(|(s, _)| s == 200)
+    };
+    assert!(wait_until(Duration::from_secs(30), || up(&mut d)), "never ready:\n{}", d.logs());
+    // The deepest levels made while the daemon watches: one event each.
+    let made = std::time::Instant::now();
+    let chain = Chain::make(&ctr, &name, 4000);
+    std::mem::forget(started); // the same directories: `chain` removes them
+    eprintln!("levels 3,901 to 4,000 made in {:?}", made.elapsed());
+    assert!(wait_until(Duration::from_secs(30), || up(&mut d)), "down after the chain:\n{}", d.logs());
+    // Churn at the bottom: cgroups made and removed there, a program
+    // attached and detached: events 4,000 levels down, more than the
+    // daemon keeps.
+    let bottom = chain.bottom();
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let churned = std::time::Instant::now();
+    for i in 0..100 {
+        rustix::fs::mkdirat(&bottom, "c", rustix::fs::Mode::from_raw_mode(0o755)).expect("mkdir at the bottom");
+        rustix::fs::unlinkat(&bottom, "c", rustix::fs::AtFlags::REMOVEDIR).expect("rmdir at the bottom");
+        if i % 10 == 0 {
+            drop(Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI));
+        }
+        if i % 25 == 0 {
+            assert!(up(&mut d), "down while churning (round {i}):\n{}", d.logs());
+        }
+    }
+    eprintln!("100 rounds of churn at the bottom in {:?}", churned.elapsed());
+    // And it still sees what happens there.
+    let resident = Resident::into(&bottom);
+    let _a = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
+    let misattached = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium",pod_uid="0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d"}"#;
+    let seen = wait_until(Duration::from_secs(20), || up(&mut d) && d.metric(misattached) == Some(1.0));
+    let peak = limit.peak().unwrap_or(0) >> 20;
+    eprintln!("the daemon's cgroup peaked at {peak} MiB; OOM kills: {}", limit.oom_kills());
+    assert_eq!(limit.oom_kills(), 0, "OOM-killed under its 128 MiB limit:\n{}", d.logs());
+    assert!(seen, "the misattachment at the bottom was not reported:\n{}", d.logs());
+    assert!(up(&mut d));
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    drop(resident);
     drop(_a);
     drop(chain);
 }

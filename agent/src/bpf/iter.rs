@@ -170,7 +170,8 @@ pub struct HookProgram {
 pub struct IterCgroup {
     pub id: u64,
     pub parent_id: u64,
-    pub name: String,
+    /// As the kernel holds it: any byte but `/` and NUL.
+    pub name: Vec<u8>,
     /// Processes are in this cgroup itself.
     pub populated: bool,
     pub programs: Vec<HookProgram>,
@@ -192,7 +193,7 @@ fn decode_cgroup(b: &[u8]) -> Option<IterCgroup> {
     Some(IterCgroup {
         id: u64_at(b, 8)?,
         parent_id: u64_at(b, 16)?,
-        name: String::from_utf8_lossy(name).into_owned(),
+        name: name.to_vec(),
         populated: u32_at(b, 24)? != 0,
         programs: Vec::new(),
     })
@@ -485,7 +486,7 @@ mod tests {
         b[24..28].copy_from_slice(&1u32.to_ne_bytes());
         b[CGROUP_RECORD_HEADER..].copy_from_slice(b"pod");
         let c = decode_cgroup(&b).unwrap();
-        assert_eq!((c.id, c.parent_id, c.name.as_str(), c.populated), (77, 1, "pod", true));
+        assert_eq!((c.id, c.parent_id, &c.name[..], c.populated), (77, 1, &b"pod"[..], true));
         assert!(decode_cgroup(&b[..CGROUP_RECORD_HEADER + 2]).is_none(), "a short record is not read past its end");
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod by_id;
 pub mod root;
+pub mod tree;
 pub mod walk;
 
 pub use root::{AuditRoot, RootError, RootKind};

@@ -47,6 +47,18 @@ fn is_gone(e: nix::Error) -> bool {
 /// descriptors and buffers.
 const OPEN_STREAMS: usize = 64;
 
+/// The cgroup a walk visits.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    pub id: u64,
+    /// Its parent's id (0 for the walk's root).
+    pub parent: u64,
+    /// Its name (empty for the root), as the kernel holds it.
+    pub name: &'a [u8],
+    /// Its path below the root, shown (for messages).
+    pub path: &'a str,
+}
+
 /// One directory of the current path, from the root down.
 struct Frame {
     id: u64,
@@ -62,14 +74,15 @@ struct Frame {
 /// without recursion: any depth costs the same stack, and at most
 /// `OPEN_STREAMS` open directories.
 ///
-/// `visit(path, cgroup_id, fd)` runs once per cgroup, before its children.
+/// `visit(entry, fd)` runs once per cgroup, before its children.
 pub fn walk<F>(root: OwnedFd, root_id: u64, mut visit: F) -> WalkStats
 where
-    F: FnMut(&str, u64, BorrowedFd<'_>) -> Result<Visit, WalkError>,
+    F: FnMut(Entry<'_>, BorrowedFd<'_>) -> Result<Visit, WalkError>,
 {
     let mut stats = WalkStats::default();
     let mut path = String::new();
-    let Some(dir) = enter(root, root_id, "/", &mut visit, &mut stats) else { return stats };
+    let entry = Entry { id: root_id, parent: 0, name: b"", path: "/" };
+    let Some(dir) = enter(root, entry, &mut visit, &mut stats) else { return stats };
     let mut stack = vec![Frame { id: root_id, path_len: 0, dir: Some(dir), resume: 0 }];
     // Frames below this index have their streams closed.
     let mut first_open = 0;
@@ -123,10 +136,12 @@ where
         let child =
             rustix::fs::openat(parent_fd, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty());
         path.push('/');
-        path.push_str(&name.to_string_lossy());
+        path.push_str(&super::tree::shown(name.to_bytes()));
+        let parent_id = top.id;
         match child {
             Ok(child) => {
-                if let Some(dir) = enter(child, child_id, &path, &mut visit, &mut stats) {
+                let entry = Entry { id: child_id, parent: parent_id, name: name.to_bytes(), path: &path };
+                if let Some(dir) = enter(child, entry, &mut visit, &mut stats) {
                     stack.push(Frame { id: child_id, path_len: path.len(), dir: Some(dir), resume: 0 });
                     // Bound the open streams: close the ones nearest the root.
                     if stack.len() - first_open > OPEN_STREAMS {
@@ -167,11 +182,12 @@ fn unwind(stack: &mut Vec<Frame>, path: &mut String, stats: &mut WalkStats) {
 }
 
 /// Visits one cgroup; its stream, to list its children, unless it went.
-fn enter<F>(fd: OwnedFd, id: u64, shown: &str, visit: &mut F, stats: &mut WalkStats) -> Option<Dir>
+fn enter<F>(fd: OwnedFd, entry: Entry<'_>, visit: &mut F, stats: &mut WalkStats) -> Option<Dir>
 where
-    F: FnMut(&str, u64, BorrowedFd<'_>) -> Result<Visit, WalkError>,
+    F: FnMut(Entry<'_>, BorrowedFd<'_>) -> Result<Visit, WalkError>,
 {
-    match visit(shown, id, fd.as_fd()) {
+    let shown = entry.path;
+    match visit(entry, fd.as_fd()) {
         Ok(Visit::Done) => stats.scanned += 1,
         Ok(Visit::Vanished) => {
             stats.vanished += 1;

@@ -1,31 +1,29 @@
-//! The daemon's picture of the node: the last full pass's `Snapshot`, kept
-//! current by the kernel's change events instead of re-reading the tree.
+//! The daemon's picture of the node: the last full pass's `Snapshot` and
+//! its `Tree`, kept current by the kernel's change events instead of
+//! re-reading the tree.
 //!
-//! Pure: events in, changes to the snapshot out. What needs the kernel
-//! (reading a cgroup's hooks again, a new program's name) the picture asks
-//! for in its `Effect`, and the worker answers with `set_hook`. A `bpf(2)`
-//! call's event only says which cgroup to read again: what it changed is
-//! what the kernel lists afterwards, never what the call's arguments said.
-//! What is in effect for each pod and container is worked out here from the
-//! tree in memory by the kernel's rule (`coverage`), as the full pass does.
+//! Pure: events in, changes to the tree out. What needs the kernel (reading
+//! a cgroup's hooks again, a new program's name) the picture asks for in
+//! its `Effect`, and the worker answers with `set_hook`. A `bpf(2)` call's
+//! event only says which cgroup to read again: what it changed is what the
+//! kernel lists afterwards, never what the call's arguments said. The
+//! report's pods, containers and attachments are placed from the tree by
+//! the full pass's own rules (`placement`), when the snapshot is next
+//! asked for.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::attribution;
 use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
-use crate::bpf::{AttachFlags, AttachType, BpfCommand};
-use crate::coverage::{self, Effective, Level, Sets, Shared};
-#[cfg(test)]
-use crate::snapshot::TreeEntry;
-use crate::snapshot::{Attachment, Change, ContainerCgroup, Event, Names, PodCgroup, ProcessRef, Snapshot};
+use crate::bpf::{AttachType, BpfCommand};
+use crate::cgroup::tree::{Node, Place, Record, Tree};
+use crate::coverage::{self, Level};
+use crate::placement::{self, Access, Placement};
+use crate::snapshot::{Change, Event, Names, ProcessRef, Snapshot};
 
-/// One cgroup of the tree.
-#[derive(Debug, Clone)]
-struct Node {
-    parent: u64,
-    name: Box<str>,
-}
+/// The most of a path kept per event and per caller (a cgroup 4,000 levels
+/// down has a path of a megabyte).
+pub const SHOWN_MAX: usize = 4096;
 
 /// What the worker must do after an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +38,7 @@ pub enum Effect {
     /// the caller's file descriptor (another of its threads may have swapped
     /// it): if it does not, the event was about another cgroup, and only a
     /// full pass can tell which.
-    Reread { cgroup_id: u64, path: String, programs: Vec<u32>, check: Check },
+    Reread { cgroup_id: u64, programs: Vec<u32>, check: Check },
     /// A change the picture cannot place (a cgroup call whose target was not
     /// readable): only a full pass can tell what changed.
     Unplaced,
@@ -60,7 +58,7 @@ pub enum Check {
 impl Check {
     /// Whether a reading that removed `removed` and added or kept
     /// `now` (the hook's programs as listed now) bears the event out.
-    pub fn holds(self, removed: &[Attachment], now: &[crate::bpf::query::Attached]) -> bool {
+    pub fn holds(self, removed: &[Attached], now: &[Attached]) -> bool {
         match self {
             Check::None => true,
             Check::Holds { prog_id, hook } => now.iter().any(|a| a.prog_id == prog_id && a.attach_type == hook),
@@ -69,58 +67,89 @@ impl Check {
     }
 }
 
+/// A cgroup of the tree, as placing it asks: what was read of it last.
+struct Stored<'a>(&'a Node);
+
+impl Access for Stored<'_> {
+    fn populated(&self) -> bool {
+        self.0.populated
+    }
+
+    fn processes(&self) -> Vec<ProcessRef> {
+        self.0.processes.clone().unwrap_or_default()
+    }
+}
+
 pub struct Picture {
     snap: Snapshot,
-    nodes: HashMap<u64, Node>,
-    /// The coverage hooks' programs of every cgroup that has any: what is
-    /// in effect for pods and containers is worked out from them.
-    levels: HashMap<u64, Level>,
+    /// Every cgroup of the audited tree. Without it (a tree past
+    /// `--max-cgroups`, or dropped for a full pass) events cannot be placed:
+    /// those about cgroups ask for a full pass.
+    tree: Option<Tree>,
     /// What runs from above the audit root (from the full pass).
     above: Level,
-    /// The distinct effective sets of the pods and containers worked out
-    /// since the full pass (whose own are shared by `coverage::assign`).
-    sets: Sets,
+    /// The tree changed since the snapshot's pods and attachments were
+    /// placed.
+    stale: bool,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
     /// cgroups made or removed so far (the tree's count moved).
     tree_changes: u64,
-    /// Whether `nodes` holds the tree. Without it (a tree past
-    /// `--max-cgroups`, or dropped for a full pass) events cannot be placed:
-    /// those about cgroups ask for a full pass.
-    tracked: bool,
 }
 
 impl Picture {
     /// The picture of a full pass (made with `ScanOptions::tree_max`).
     pub fn new(mut snap: Snapshot) -> Picture {
-        let tracked = snap.tree_kept;
-        let tree = std::mem::take(&mut snap.tree);
-        let nodes = tree.into_iter().map(|t| (t.id, Node { parent: t.parent, name: t.name.into() })).collect();
-        let mut levels: HashMap<u64, Level> = HashMap::new();
-        for a in snap.attachments.iter().filter(|a| coverage::is_coverage_hook(a.attach_type)) {
-            let l = levels.entry(a.cgroup_id).or_default();
-            let h = l.hooks.entry(a.attach_type).or_insert((a.attach_flags, Vec::new()));
-            h.0 = a.attach_flags;
-            h.1.push(a.prog_id);
-        }
-        let above = Level::above(levels.get(&snap.root.cgroup_id).unwrap_or(&Level::default()), &snap.root_effective);
-        Picture { snap, nodes, levels, above, sets: Sets::default(), generation: 0, tree_changes: 0, tracked }
+        let tree = snap.tree.take();
+        let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
+        let above = Level::above(&root_own, &snap.root_effective);
+        Picture { snap, tree, above, stale: false, generation: 0, tree_changes: 0 }
     }
 
-    pub fn snapshot(&self) -> &Snapshot {
+    /// The snapshot, its pods and attachments placed from the tree as it is.
+    pub fn snapshot(&mut self) -> &Snapshot {
+        self.place();
         &self.snap
+    }
+
+    /// The snapshot as last placed (what does not come from the tree is
+    /// always current: programs, links, names, agents, mounts).
+    pub fn last(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// Places the report's part of the tree again, if the tree changed.
+    fn place(&mut self) {
+        let Some(tree) = self.tree.as_ref().filter(|_| self.stale) else { return };
+        let wanted = HashSet::new();
+        let mut placement = Placement::new(tree.root(), &self.snap.root_effective, &wanted);
+        tree.each(|r, n| {
+            placement.add(r, &Stored(n));
+        });
+        let placed = placement.finish();
+        self.snap.attachments = placed.attachments;
+        placement::link_attachments(&mut self.snap.attachments, &self.snap.cgroup_links);
+        self.snap.pods = placed.pods;
+        self.snap.processes = placed.processes;
+        self.snap.cgroups_scanned = tree.len() as u64;
+        self.stale = false;
+    }
+
+    fn changed(&mut self) {
+        self.stale = true;
+        self.generation += 1;
     }
 
     /// Whether the picture holds the tree, so that events can be placed.
     pub fn tracked(&self) -> bool {
-        self.tracked
+        self.tree.is_some()
     }
 
     /// Lets the tree go (before a full pass makes the next one, so that
     /// two are never held at once).
     pub fn drop_tree(&mut self) {
-        self.nodes = HashMap::new();
-        self.tracked = false;
+        self.place();
+        self.tree = None;
     }
 
     pub fn generation(&self) -> u64 {
@@ -172,40 +201,42 @@ impl Picture {
     /// Keeps the recent events, for "who attached what".
     pub fn set_events(&mut self, events: Vec<Event>) {
         for id in events.iter().map(|e| e.caller_cgroup_id) {
-            if let Some(p) = self.path(id) {
+            if let Some(p) = self.path_within(id, SHOWN_MAX) {
                 self.snap.cgroup_paths.insert(id, p);
             }
         }
         self.snap.events = events;
     }
 
-    /// The path of a cgroup of the audited tree, relative to its root.
+    /// The path of a cgroup of the audited tree, relative to its root
+    /// (shown: for output only).
     pub fn path(&self, id: u64) -> Option<String> {
         if id == self.snap.root.cgroup_id {
             return Some("/".into());
         }
-        let mut names = Vec::new();
-        let mut at = id;
-        // Bounded: a tree deeper than this is not one the kernel made.
-        for _ in 0..4096 {
-            let n = self.nodes.get(&at)?;
-            names.push(&*n.name);
-            if n.parent == self.snap.root.cgroup_id {
-                names.reverse();
-                return Some(format!("/{}", names.join("/")));
-            }
-            at = n.parent;
+        self.tree.as_ref()?.path(id)
+    }
+
+    /// The path of a cgroup, in at most about `max` bytes (`Tree::path_within`).
+    pub fn path_within(&self, id: u64, max: usize) -> Option<String> {
+        if id == self.snap.root.cgroup_id {
+            return Some("/".into());
         }
-        None
+        self.tree.as_ref()?.path_within(id, max)
+    }
+
+    /// The names from the root down to cgroup `id`, to open it by.
+    pub fn names(&self, id: u64) -> Option<Vec<&[u8]>> {
+        self.tree.as_ref()?.names(id)
     }
 
     fn known(&self, id: u64) -> bool {
-        id == self.snap.root.cgroup_id || self.nodes.contains_key(&id)
+        self.tree.as_ref().is_some_and(|t| t.contains(id))
     }
 
     /// Applies one event.
     pub fn apply(&mut self, e: &Event) -> Effect {
-        if !self.tracked {
+        if self.tree.is_none() {
             return self.untracked(e);
         }
         match &e.change {
@@ -228,19 +259,24 @@ impl Picture {
                                 cgroup_id: cg,
                                 attach_type: t.kernel_value(),
                             });
+                            self.changed();
                         }
                     }
                     (BpfCommand::LinkDetach, Some(link)) => {
                         // The link object lives on while pinned or held: defunct.
+                        let mut any = false;
                         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.link_id == *link) {
                             l.cgroup_id = 0;
-                            self.generation += 1;
+                            any = true;
+                        }
+                        if any {
+                            self.changed();
                         }
                     }
                     (BpfCommand::LinkReleased, Some(link)) => {
                         // Its last reference went: the link is no more.
                         self.snap.cgroup_links.retain(|l| l.link_id != *link);
-                        self.generation += 1;
+                        self.changed();
                     }
                     (BpfCommand::LinkUpdate, Some(link)) => {
                         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.link_id == *link) {
@@ -296,7 +332,7 @@ impl Picture {
     /// Takes the cgroup links the kernel lists now (a sweep: a link whose
     /// last fd was closed makes no bpf(2) call); returns the cgroups whose
     /// links changed, to read again.
-    pub fn reconcile_links(&mut self, mut now: Vec<CgroupLinkInfo>) -> Vec<(u64, String)> {
+    pub fn reconcile_links(&mut self, mut now: Vec<CgroupLinkInfo>) -> Vec<u64> {
         now.sort_by_key(|l| l.link_id);
         let mut before = self.snap.cgroup_links.clone();
         before.sort_by_key(|l| l.link_id);
@@ -313,200 +349,80 @@ impl Picture {
         touched.sort_unstable();
         touched.dedup();
         self.snap.cgroup_links = now;
-        self.generation += 1;
-        touched.into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+        self.changed();
+        touched
     }
 
     fn reread(&self, cgroup_id: u64, prog: &Option<u32>, check: Check) -> Effect {
-        let Some(path) = self.path(cgroup_id) else { return Effect::Nothing };
         // Programs the picture does not know, or knows only by a name the
         // full pass did not resolve (it was loaded, not yet attached).
         let programs =
             prog.iter().copied().filter(|id| self.snap.programs.get(id).is_none_or(|p| p.name_unresolved())).collect();
-        Effect::Reread { cgroup_id, path, programs, check }
+        Effect::Reread { cgroup_id, programs, check }
     }
 
-    fn made(&mut self, id: u64, parent: u64, name: &str) -> Effect {
+    fn made(&mut self, id: u64, parent: u64, name: &[u8]) -> Effect {
         // A parent we do not know lies outside the audited tree (events we
         // lost are counted, and the worker reads the whole tree then).
-        if !self.known(parent) || name.is_empty() {
+        let Some(tree) = self.tree.as_mut() else { return Effect::Nothing };
+        if name.is_empty() || tree.contains(id) {
             return Effect::Nothing;
         }
-        self.nodes.insert(id, Node { parent, name: name.into() });
-        self.generation += 1;
+        // A new cgroup is made to hold processes: below a pod, the pod's
+        // container from now (and its parent one no more).
+        if !tree.add(Record { id, parent, name, own: &[] }, true, None) {
+            return Effect::Nothing;
+        }
+        let in_kube = tree.get(id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
         self.tree_changes += 1;
-        self.snap.cgroups_scanned += 1;
-        let Some(path) = self.path(id) else { return Effect::Applied { findings: false } };
-        let attribution = attribution::attribute(&path);
-        if attribution.is_pod_level() {
-            let pod = PodCgroup {
-                cgroup: path.clone(),
-                cgroup_id: id,
-                pod_uid: attribution.pod_uid.unwrap_or_default(),
-                effective: self.shared_effective(id),
-                containers: Vec::new(),
-            };
-            let at = self.snap.pods.partition_point(|p| p.cgroup < path);
-            if self.snap.pods.get(at).is_none_or(|p| p.cgroup != path) {
-                self.snap.pods.insert(at, pod);
-            }
-            return Effect::Applied { findings: true };
-        }
-        // A new cgroup below a pod is made to hold a process: the pod's
-        // container from now (and its parent a leaf no more).
-        let Some(pod) = self.pod_of(id) else { return Effect::Applied { findings: false } };
-        let effective = self.shared_effective(id);
-        let containers = &mut self.snap.pods[pod].containers;
-        containers.retain(|c| c.cgroup_id != parent);
-        containers.push(ContainerCgroup { cgroup: path, cgroup_id: id, effective });
-        Effect::Applied { findings: true }
-    }
-
-    /// The pod (index in the snapshot's pods) that cgroup `id` is below.
-    fn pod_of(&self, id: u64) -> Option<usize> {
-        let mut at = self.nodes.get(&id)?.parent;
-        for _ in 0..4096 {
-            if let Some(i) = self.snap.pods.iter().position(|p| p.cgroup_id == at) {
-                return Some(i);
-            }
-            at = self.nodes.get(&at)?.parent;
-        }
-        None
+        self.changed();
+        Effect::Applied { findings: in_kube }
     }
 
     fn removed(&mut self, id: u64) -> Effect {
-        if id == self.snap.root.cgroup_id {
-            return Effect::Nothing;
-        }
-        let Some(path) = self.path(id) else { return Effect::Nothing };
-        // cgroup2 removes only cgroups without children: one node goes.
-        self.nodes.remove(&id);
-        self.generation += 1;
+        let Some(node) = self.tree.as_mut().and_then(|t| t.remove(id)) else { return Effect::Nothing };
         self.tree_changes += 1;
-        self.snap.cgroups_scanned = self.snap.cgroups_scanned.saturating_sub(1);
-        let before = (self.snap.attachments.len(), self.snap.pods.len());
-        let lb = self.snap.attachments.iter().any(|a| a.cgroup_id == id && a.attach_type.is_socket_lb());
-        self.snap.attachments.retain(|a| a.cgroup_id != id);
-        self.snap.pods.retain(|p| p.cgroup != path);
-        let mut container = false;
-        for p in &mut self.snap.pods {
-            let before = p.containers.len();
-            p.containers.retain(|c| c.cgroup_id != id);
-            container |= p.containers.len() != before;
-        }
-        self.snap.processes.remove(&path);
-        self.levels.remove(&id);
+        self.changed();
         let mut links = false;
         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.cgroup_id == id) {
             l.cgroup_id = 0;
             links = true;
         }
-        let changed = before != (self.snap.attachments.len(), self.snap.pods.len());
-        Effect::Applied { findings: lb || links || container || changed && before.1 != self.snap.pods.len() }
-    }
-
-    /// What is in effect for sockets of cgroup `id` on the coverage hooks,
-    /// own and inherited (the kernel's rule, `coverage::effective`).
-    pub fn effective(&self, id: u64) -> Effective {
-        let mut chain: Vec<&Level> = Vec::new();
-        let mut at = Some(id);
-        // Bounded: a tree deeper than this is not one the kernel made.
-        for _ in 0..4096 {
-            let Some(cg) = at else { break };
-            if let Some(l) = self.levels.get(&cg) {
-                chain.push(l);
-            }
-            at = if cg == self.snap.root.cgroup_id { None } else { self.nodes.get(&cg).map(|n| n.parent) };
-        }
-        chain.push(&self.above);
-        coverage::effective(chain)
-    }
-
-    /// `effective`, as the one allocation of its value.
-    fn shared_effective(&mut self, id: u64) -> Shared {
-        let e = self.effective(id);
-        self.sets.share(e)
+        let in_kube = matches!(node.place, Place::Pod { .. } | Place::InPod { .. });
+        let lb = node.own.iter().any(|a| a.attach_type.is_socket_lb());
+        Effect::Applied { findings: lb || links || in_kube }
     }
 
     /// Replaces what the picture holds for hooks of one cgroup with what
     /// the kernel lists now (`hooks`: the hooks read; `attached`: their
     /// programs), and the cgroup's processes when they were read. Returns
-    /// the attachments removed and added, and whether findings may differ.
+    /// the programs removed and added, and whether findings may differ.
     pub fn set_hook(
         &mut self,
         cgroup_id: u64,
         hooks: &[AttachType],
         attached: &[Attached],
         processes: Option<Vec<ProcessRef>>,
-    ) -> (Vec<Attachment>, Vec<Attachment>, bool) {
-        let Some(path) = self.path(cgroup_id) else { return (Vec::new(), Vec::new(), false) };
-        let mut removed = Vec::new();
-        let mut kept = Vec::with_capacity(self.snap.attachments.len());
-        for a in std::mem::take(&mut self.snap.attachments) {
-            if a.cgroup_id == cgroup_id && hooks.contains(&a.attach_type) {
-                removed.push(a);
-            } else {
-                kept.push(a);
-            }
-        }
-        self.snap.attachments = kept;
-        let added: Vec<Attachment> = attached
-            .iter()
-            .map(|a| Attachment {
-                cgroup: path.clone(),
-                cgroup_id,
-                attach_type: a.attach_type,
-                attach_flags: a.flags,
-                prog_id: a.prog_id,
-                link_id: self
-                    .snap
-                    .cgroup_links
-                    .iter()
-                    .find(|l| {
-                        l.cgroup_id == cgroup_id
-                            && l.attach_type == a.attach_type.kernel_value()
-                            && l.prog_id == a.prog_id
-                    })
-                    .map(|l| l.link_id),
-            })
-            .collect();
-        // Same order as a full pass: by cgroup, then hook; a hook's programs
-        // in the kernel's (run) order (a stable sort of a sorted list and a
-        // few new entries: linear).
-        self.snap.attachments.extend(added.iter().cloned());
-        self.snap.attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
-
-        let level = Level::of(attached.iter().map(|a| (a.attach_type, a.flags, a.prog_id)));
-        let before = self.levels.get(&cgroup_id).cloned().unwrap_or_default();
-        // Hooks not read this time keep what the picture had for them.
-        let mut now = before.clone();
-        now.hooks.retain(|t, _| !hooks.contains(t));
-        now.hooks.extend(level.hooks);
+    ) -> (Vec<Attached>, Vec<Attached>, bool) {
+        let Some(tree) = self.tree.as_mut() else { return (Vec::new(), Vec::new(), false) };
+        let Some(before) = tree.get(cgroup_id).map(|n| own_level(&n.own)) else {
+            return (Vec::new(), Vec::new(), false);
+        };
+        let Some((removed, added)) = tree.set_own(cgroup_id, hooks, attached, processes) else {
+            return (Vec::new(), Vec::new(), false);
+        };
+        let now = tree.get(cgroup_id).map(|n| own_level(&n.own)).unwrap_or_default();
         let coverage_changed = now != before;
-        if now.is_empty() {
-            self.levels.remove(&cgroup_id);
-        } else {
-            self.levels.insert(cgroup_id, now);
+        if cgroup_id == tree.root() && coverage_changed {
+            // What the kernel has in effect at the root now: its own
+            // programs and, as the full pass found them, those from above.
+            self.snap.root_effective = coverage::effective([&now, &self.above]);
         }
-        if coverage_changed {
-            self.recompute_below(&path);
-        }
-        let below_root = cgroup_id != self.snap.root.cgroup_id;
-        let lb_now = added.iter().any(|a| a.attach_type.is_socket_lb());
-        match processes {
-            Some(p) if below_root && lb_now => {
-                self.snap.processes.insert(path.clone(), p);
-            }
-            _ if !lb_now || !below_root => {
-                self.snap.processes.remove(&path);
-            }
-            _ => {}
-        }
-        self.generation += 1;
+        self.changed();
         // Any hook near the kernel's limit, before or after, is judged again
         // (hook_program_count_high), whoever owns its programs.
         let crowded = hooks.iter().any(|&t| {
-            let n = |v: &[Attachment]| v.iter().filter(|a| a.attach_type == t).count();
+            let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count();
             n(&removed).max(n(&added)) >= crate::findings::HOOK_PROGRAMS_WARN
         });
         let findings =
@@ -514,48 +430,48 @@ impl Picture {
         (removed, added, findings)
     }
 
-    /// Works out again what is in effect for the pods and containers at and
-    /// below `path`.
-    fn recompute_below(&mut self, path: &str) {
-        let prefix = if path == "/" { String::from("/") } else { format!("{path}/") };
-        let under = |p: &str| p == path || p.starts_with(&prefix);
-        for i in 0..self.snap.pods.len() {
-            let pod = &self.snap.pods[i];
-            if under(&pod.cgroup) {
-                self.snap.pods[i].effective = self.shared_effective(pod.cgroup_id);
-            }
-            for j in 0..self.snap.pods[i].containers.len() {
-                let c = &self.snap.pods[i].containers[j];
-                if under(&c.cgroup) {
-                    self.snap.pods[i].containers[j].effective = self.shared_effective(c.cgroup_id);
-                }
-            }
+    /// The most programs one cgroup holds on `hook` (without the tree: as
+    /// the last placing saw).
+    pub fn most_on(&self, hook: AttachType) -> usize {
+        match &self.tree {
+            Some(t) => t.most_on(hook),
+            None => crate::findings::hook_counts(&self.snap)
+                .into_iter()
+                .filter(|((_, h), _)| *h == hook)
+                .map(|(_, (n, _))| n)
+                .max()
+                .unwrap_or(0),
         }
     }
 
     /// cgroups in the tree the picture holds, the root included (without
     /// the tree: as many as the full pass saw).
     pub fn cgroups(&self) -> u64 {
-        if self.tracked { self.nodes.len() as u64 + 1 } else { self.snap.cgroups_scanned }
-    }
-
-    /// The cgroups (with their paths) whose own programs, as an attachment
-    /// sweep found them, differ from the picture's: to read again. Without
-    /// the tree only the root has a path.
-    pub fn differs_from(&self, swept: &HashMap<u64, Vec<Attached>>) -> Vec<(u64, String)> {
-        self.differing(swept).into_iter().filter_map(|id| Some((id, self.path(id)?))).collect()
+        match &self.tree {
+            Some(t) => t.len() as u64,
+            None => self.snap.cgroups_scanned,
+        }
     }
 
     /// The ids of the cgroups whose own programs differ from the sweep's.
     pub fn differing(&self, swept: &HashMap<u64, Vec<Attached>>) -> Vec<u64> {
-        let key = |t: AttachType, p: u32, f: AttachFlags| (t, p, f as u8);
+        let key = |a: &Attached| (a.attach_type, a.prog_id, a.flags as u8);
         let mut mine: HashMap<u64, Vec<(AttachType, u32, u8)>> = HashMap::new();
-        for a in &self.snap.attachments {
-            mine.entry(a.cgroup_id).or_default().push(key(a.attach_type, a.prog_id, a.attach_flags));
+        match &self.tree {
+            Some(t) => t.each(|r, _| {
+                if !r.own.is_empty() {
+                    mine.insert(r.id, r.own.iter().map(key).collect());
+                }
+            }),
+            None => {
+                for a in &self.snap.attachments {
+                    mine.entry(a.cgroup_id).or_default().push((a.attach_type, a.prog_id, a.attach_flags as u8));
+                }
+            }
         }
         let mut differ: Vec<u64> = Vec::new();
         for (id, progs) in swept {
-            let mut theirs: Vec<_> = progs.iter().map(|a| key(a.attach_type, a.prog_id, a.flags)).collect();
+            let mut theirs: Vec<_> = progs.iter().map(key).collect();
             theirs.sort_unstable();
             let ours = mine.remove(id).map(|mut v| {
                 v.sort_unstable();
@@ -580,11 +496,18 @@ impl Picture {
     }
 }
 
+/// A cgroup's programs on the coverage hooks.
+fn own_level(own: &[Attached]) -> Level {
+    Level::of(own.iter().map(|a| (a.attach_type, a.flags, a.prog_id)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bpf::AttachFlags;
     use crate::bpf::ProgType;
     use crate::bpf::programs::Program;
+    use crate::coverage::Effective;
     use crate::fixtures::*;
 
     const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
@@ -605,13 +528,22 @@ mod tests {
     fn picture() -> Picture {
         let mut s = node();
         s.pods.push(pod_cgroup(&format!("/kubepods/burstable/pod{POD_UID}"), 4, POD_UID, &[]));
-        s.tree = vec![
-            TreeEntry { id: 2, parent: 1, name: "kubepods".into() },
-            TreeEntry { id: 3, parent: 2, name: "burstable".into() },
-            TreeEntry { id: 4, parent: 3, name: format!("pod{POD_UID}") },
-        ];
-        s.tree_kept = true;
+        let mut tree = Tree::new(1);
+        let pod = format!("pod{POD_UID}");
+        for (id, parent, name) in [(2, 1, "kubepods"), (3, 2, "burstable"), (4, 3, pod.as_str())] {
+            assert!(tree.add(Record { id, parent, name: name.as_bytes(), own: &[] }, false, None));
+        }
+        s.tree = Some(tree);
         Picture::new(s)
+    }
+
+    fn made(id: u64, parent: u64, name: &str) -> Event {
+        ev(Change::CgroupMade { cgroup_id: id, parent_id: parent, name: name.as_bytes().to_vec() })
+    }
+
+    /// What is in effect for the pod (or its first container).
+    fn pod_effective(p: &mut Picture) -> Effective {
+        (*p.snapshot().pods[0].effective).clone()
     }
 
     /// Past --max-cgroups: no tree. A call about a cgroup asks for a full
@@ -634,9 +566,9 @@ mod tests {
         };
         assert_eq!(p.apply(&call(Some(4))), Effect::Unplaced);
         assert_eq!(p.apply(&call(None)), Effect::Unplaced);
-        assert_eq!(p.apply(&ev(Change::CgroupMade { cgroup_id: 9, parent_id: 4, name: "x".into() })), Effect::Nothing);
+        assert_eq!(p.apply(&made(9, 4, "x")), Effect::Nothing);
         assert_eq!(p.path(4), None);
-        assert_eq!(p.cgroups(), p.snapshot().cgroups_scanned);
+        assert_eq!(p.cgroups(), p.last().cgroups_scanned);
     }
 
     fn multi(hook: &str, prog_id: u32) -> Attached {
@@ -662,14 +594,14 @@ mod tests {
     #[test]
     fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again() {
         let mut p = picture();
-        let made = p.apply(&ev(Change::CgroupMade { cgroup_id: 5, parent_id: 4, name: "ctr".into() }));
-        assert_eq!(made, Effect::Applied { findings: true }, "a new container may lack what the pod has");
+        let e = p.apply(&made(5, 4, "ctr"));
+        assert_eq!(e, Effect::Applied { findings: true }, "a new container may lack what the pod has");
         assert_eq!(p.snapshot().pods[0].containers.iter().map(|c| c.cgroup_id).collect::<Vec<_>>(), [5]);
         let path = format!("/kubepods/burstable/pod{POD_UID}/ctr");
         assert_eq!(p.path(5).as_deref(), Some(path.as_str()));
         let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
         let check = Check::Holds { prog_id: 90, hook: t("device") };
-        assert_eq!(e, Effect::Reread { cgroup_id: 5, path, programs: vec![90], check });
+        assert_eq!(e, Effect::Reread { cgroup_id: 5, programs: vec![90], check });
         let (removed, added, findings) = p.set_hook(5, &all(), &[multi("device", 90)], None);
         assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
         assert_eq!(p.snapshot().attachments.len(), 1);
@@ -713,10 +645,7 @@ mod tests {
     fn events_outside_the_audited_tree_change_nothing() {
         let mut p = picture();
         let g = p.generation();
-        assert_eq!(
-            p.apply(&ev(Change::CgroupMade { cgroup_id: 50, parent_id: 49, name: "x".into() })),
-            Effect::Nothing
-        );
+        assert_eq!(p.apply(&made(50, 49, "x")), Effect::Nothing);
         assert_eq!(p.apply(&ev(call(BpfCommand::ProgAttach, Some(51), "connect4", 1, None))), Effect::Nothing);
         assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 52 })), Effect::Nothing);
         assert_eq!(p.generation(), g);
@@ -729,8 +658,7 @@ mod tests {
         // connect4 at the root (multi) and on /kubepods (multi): both run.
         p.set_hook(1, &c4, &[multi("connect4", 10)], None);
         p.set_hook(2, &c4, &[multi("connect4", 20)], None);
-        assert_eq!(connect4(&p.effective(4)), [20, 10]);
-        assert_eq!(connect4(&p.snapshot().pods[0].effective), [20, 10], "the pod was recomputed");
+        assert_eq!(connect4(&pod_effective(&mut p)), [20, 10], "the pod was placed again");
         // /kubepods exclusive, an override program on /kubepods/burstable:
         // the nearest runs; /kubepods (not multi) is skipped once one is
         // found; the root (multi) adds its own.
@@ -738,12 +666,12 @@ mod tests {
         let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30 };
         p.set_hook(2, &c4, &[none], None);
         p.set_hook(3, &c4, &[over], None);
-        assert_eq!(connect4(&p.effective(4)), [30, 10]);
+        assert_eq!(connect4(&pod_effective(&mut p)), [30, 10]);
         // Nothing on the hooks: nothing in effect.
         for cg in [1, 2, 3] {
             p.set_hook(cg, &c4, &[], None);
         }
-        assert!(p.effective(4).is_empty());
+        assert!(pod_effective(&mut p).is_empty());
     }
 
     #[test]
@@ -752,12 +680,12 @@ mod tests {
         p.snap.programs.insert(10, Program::new(10, "cil_sock4_connect", ProgType::CgroupSockAddr));
         p.set_hook(1, &[t("connect4")], &[multi("connect4", 10)], None);
         let uid = "11111111-2222-4333-8444-555555555555";
-        let e = p.apply(&ev(Change::CgroupMade { cgroup_id: 6, parent_id: 3, name: format!("pod{uid}") }));
+        let e = p.apply(&made(6, 3, &format!("pod{uid}")));
         assert_eq!(e, Effect::Applied { findings: true });
         let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
         assert_eq!(connect4(&pod.effective), [10]);
         // Its container's set is the pod's own (judging reads each set once).
-        p.apply(&ev(Change::CgroupMade { cgroup_id: 7, parent_id: 6, name: "ctr".into() }));
+        p.apply(&made(7, 6, "ctr"));
         let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
         assert!(std::sync::Arc::ptr_eq(&pod.effective, &pod.containers[0].effective));
     }
@@ -787,7 +715,7 @@ mod tests {
         // A link the picture never saw made (its last fd closed before any
         // event): the sweep names its cgroup to read again.
         let seen = CgroupLinkInfo { link_id: 8, prog_id: 10, cgroup_id: 4, attach_type: t("connect4").kernel_value() };
-        assert_eq!(p.reconcile_links(vec![seen]), vec![(4, format!("/kubepods/burstable/pod{POD_UID}"))]);
+        assert_eq!(p.reconcile_links(vec![seen]), vec![4]);
         assert!(p.reconcile_links(vec![seen]).is_empty(), "no change, nothing to read");
     }
 

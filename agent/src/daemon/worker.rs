@@ -15,7 +15,7 @@
 //! full pass. Re-reads of one cgroup that events ask for are folded into one
 //! per batch.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -26,10 +26,10 @@ use crossbeam_channel::{Receiver, select_biased};
 use rand::Rng;
 
 use super::history::{self, History, Recorded};
-use super::picture::{Check, Effect, Picture};
+use super::picture::{Check, Effect, Picture, SHOWN_MAX};
 use crate::bpf::AttachType;
 use crate::bpf::programs;
-use crate::bpf::query::Support;
+use crate::bpf::query::{Attached, Support};
 use crate::cgroup::root;
 use crate::cli::Remediate;
 use crate::findings::{self, Finding, Kind, Policy, Severity};
@@ -61,8 +61,18 @@ const SWEEP_SHARE: u32 = 100;
 /// The reading fallback reads a new cgroup again this long after it
 /// appears: runtimes attach their device programs right after the mkdir.
 const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
-/// New cgroups waiting for that read; past this, the sweep finds them.
-const NEW_CGROUPS_QUEUED: usize = 4096;
+/// The hooks a new cgroup is read again on: the device filter runtimes
+/// (runc, crun) attach right after the mkdir.
+static NEW_CGROUP_HOOKS: std::sync::LazyLock<[AttachType; 1]> =
+    std::sync::LazyLock::new(|| [AttachType::from_name("device").expect("the device hook")]);
+/// The longest the worker reads new cgroups again before it looks at what
+/// else is due.
+const READ_BUDGET: Duration = Duration::from_millis(100);
+/// New cgroups read that way per second at most; past this the next sweep,
+/// brought forward, finds them all in one pass: each read waits on the
+/// kernel's cgroup_mutex, which a pod making cgroups without pause keeps
+/// busy (a mkdir 4,000 levels down holds it for milliseconds).
+const NEW_CGROUPS_QUEUED: usize = 8;
 /// What no event reports is read again before a judgement, at most this
 /// often: the CNI agents (a CNI agent that starts or stops changes
 /// leftovers and configured-but-absent findings) and PID 1's cgroup2
@@ -169,6 +179,10 @@ pub struct Config {
 /// to read again.
 struct Reading {
     next_sweep: Instant,
+    /// When the last sweep ended.
+    swept: Instant,
+    /// New cgroups queued in the current second, and when it began.
+    queued: (Instant, usize),
     period: Duration,
     new_cgroups: VecDeque<(Instant, u64)>,
 }
@@ -177,6 +191,8 @@ impl Reading {
     fn new(interval: Duration) -> Reading {
         Reading {
             next_sweep: Instant::now() + SWEEP_MIN,
+            swept: Instant::now(),
+            queued: (Instant::now(), 0),
             period: SWEEP_MIN.min(interval),
             new_cgroups: VecDeque::new(),
         }
@@ -185,7 +201,30 @@ impl Reading {
     /// The next period: a hundred times what the last sweep took.
     fn took(&mut self, cost: Duration, interval: Duration) {
         self.period = cost.saturating_mul(SWEEP_SHARE).clamp(SWEEP_MIN, SWEEP_MAX.max(SWEEP_MIN)).min(interval);
-        self.next_sweep = Instant::now() + self.period;
+        self.swept = Instant::now();
+        self.next_sweep = self.swept + self.period;
+    }
+
+    /// Queues a new cgroup to read again at `at`, unless more than
+    /// `NEW_CGROUPS_QUEUED` were made this second: then the next sweep is
+    /// brought forward to find them all in one pass.
+    fn read_new(&mut self, at: Instant, id: u64) {
+        let now = Instant::now();
+        if now.duration_since(self.queued.0) >= NEW_CGROUP_READ {
+            self.queued = (now, 0);
+        }
+        self.queued.1 += 1;
+        if self.queued.1 <= NEW_CGROUPS_QUEUED {
+            self.new_cgroups.push_back((at, id));
+        } else {
+            self.sweep_by(at);
+        }
+    }
+
+    /// The next sweep at `at` if it would come later (never sooner than
+    /// the shortest period after the last).
+    fn sweep_by(&mut self, at: Instant) {
+        self.next_sweep = self.next_sweep.min(at.max(self.swept + SWEEP_MIN));
     }
 
     fn due(&self) -> Instant {
@@ -248,7 +287,7 @@ pub struct Worker {
     /// Cgroups to read again at the end of the batch, by id: events whose
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
-    pending_rereads: HashMap<u64, String>,
+    pending_rereads: BTreeSet<u64>,
 }
 
 impl Worker {
@@ -283,7 +322,7 @@ impl Worker {
             judged: Instant::now(),
             judge_cost: Duration::ZERO,
             judge_due: None,
-            pending_rereads: HashMap::new(),
+            pending_rereads: BTreeSet::new(),
         }
     }
 
@@ -419,7 +458,7 @@ impl Worker {
         }
         e.seq = self.next_seq;
         self.next_seq += 1;
-        let path = |p: &Option<Picture>, id: Option<u64>| p.as_ref().and_then(|p| p.path(id?));
+        let path = |p: &Option<Picture>, id: Option<u64>| p.as_ref().and_then(|p| p.path_within(id?, SHOWN_MAX));
         let mut recorded = Recorded {
             cgroup: path(&self.picture, e.change.cgroup_id()),
             caller_cgroup: path(&self.picture, Some(e.caller_cgroup_id)),
@@ -445,10 +484,8 @@ impl Worker {
                 self.shared.metrics.incremental_update();
                 // The reading fallback reads a new cgroup again shortly:
                 // runtimes attach their device programs right after mkdir.
-                if let (Some(r), Change::CgroupMade { cgroup_id, .. }) = (self.reading.as_mut(), &e.change)
-                    && r.new_cgroups.len() < NEW_CGROUPS_QUEUED
-                {
-                    r.new_cgroups.push_back((Instant::now() + NEW_CGROUP_READ, *cgroup_id));
+                if let (Some(r), Change::CgroupMade { cgroup_id, .. }) = (self.reading.as_mut(), &e.change) {
+                    r.read_new(Instant::now() + NEW_CGROUP_READ, *cgroup_id);
                 }
                 ("applied", findings)
             }
@@ -456,18 +493,18 @@ impl Worker {
                 self.ask_full_pass(Trigger::Unplaced);
                 ("full_pass", false)
             }
-            Effect::Reread { cgroup_id, path, programs, check } => {
+            Effect::Reread { cgroup_id, programs, check } => {
                 if !programs.is_empty() {
                     self.learn_programs(&programs);
                 }
                 if check == Check::None {
-                    self.pending_rereads.insert(cgroup_id, path);
+                    self.pending_rereads.insert(cgroup_id);
                     return ("reread", false);
                 }
                 // A reading that must bear this event out is made now (and
                 // covers a pending one).
                 self.pending_rereads.remove(&cgroup_id);
-                ("reread", self.reread(cgroup_id, &path, check))
+                ("reread", self.reread(cgroup_id, check))
             }
         }
     }
@@ -519,21 +556,32 @@ impl Worker {
         }
         let started = Instant::now();
         let mut findings = false;
-        for (id, path) in std::mem::take(&mut self.pending_rereads) {
-            findings |= self.reread(id, &path, Check::None);
+        for id in std::mem::take(&mut self.pending_rereads) {
+            findings |= self.reread(id, Check::None);
         }
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         findings
     }
 
-    fn reread(&mut self, cgroup_id: u64, path: &str, check: Check) -> bool {
+    fn reread(&mut self, cgroup_id: u64, check: Check) -> bool {
+        self.read_hooks(cgroup_id, check, None)
+    }
+
+    /// Reads `only` these hooks of one cgroup again (all when `None`).
+    fn read_hooks(&mut self, cgroup_id: u64, check: Check, only: Option<&[AttachType]>) -> bool {
         let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
-        let snap = picture.snapshot();
-        let hooks: Vec<AttachType> = AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect();
-        let wanted = Default::default();
-        let ctx =
-            WalkContext { root_id: snap.root.cgroup_id, wanted: &wanted, proc: &self.config.scan.proc, tree_max: 0 };
-        match visit::read_cgroup(root.as_fd(), path, cgroup_id, &hooks, &ctx) {
+        let snap = picture.last();
+        let hooks: Vec<AttachType> = AttachType::all()
+            .filter(|t| !snap.unsupported_attach_types.contains(t))
+            .filter(|t| only.is_none_or(|o| o.contains(t)))
+            .collect();
+        let ctx = WalkContext { root_id: snap.root.cgroup_id, proc: &self.config.scan.proc };
+        // By id (or name by name from the root): neither the path's length
+        // nor its bytes stand in the way.
+        let Some(names) = picture.names(cgroup_id) else { return false };
+        let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
+            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, &ctx));
+        match read {
             Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
@@ -548,9 +596,15 @@ impl Worker {
                     self.learn_programs(&unknown);
                 }
                 let Some(picture) = self.picture.as_mut() else { return false };
-                let (removed, added, findings) = picture.set_hook(cgroup_id, &hooks, &attached, Some(procs));
+                let (removed, added, findings) = picture.set_hook(
+                    cgroup_id,
+                    &hooks,
+                    &attached,
+                    // Read with the socket-LB hooks only (see read_cgroup).
+                    hooks.iter().any(|t| t.is_socket_lb()).then_some(procs),
+                );
                 let unconfirmed = !check.holds(&removed, &attached);
-                let snap = picture.snapshot();
+                let snap = picture.last();
                 let at_root = cgroup_id == snap.root.cgroup_id;
                 for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
                     let owner = findings::owner_of(snap, a.prog_id, Some(a.attach_type), &self.config.policy);
@@ -559,23 +613,17 @@ impl Worker {
                 // The largest count per hook: raised at once; counted again
                 // over the picture only when the cgroup that held it shrank.
                 for &t in &hooks {
-                    let n = |v: &[crate::snapshot::Attachment]| v.iter().filter(|a| a.attach_type == t).count() as i64;
+                    let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count() as i64;
                     let (old, new, max) = (n(&removed), n(&added), self.shared.metrics.hook_programs_max(t));
                     if new > max {
                         self.shared.metrics.set_hook_programs_max(t, new);
                     } else if old == max && new < old {
-                        let most = findings::hook_counts(snap)
-                            .into_iter()
-                            .filter(|((_, h), _)| *h == t)
-                            .map(|(_, (n, _))| n as i64)
-                            .max()
-                            .unwrap_or(0);
-                        self.shared.metrics.set_hook_programs_max(t, most);
+                        self.shared.metrics.set_hook_programs_max(t, picture.most_on(t) as i64);
                     }
                 }
                 self.shared.metrics.incremental_update();
                 if unconfirmed {
-                    tracing::debug!(path, ?check, "a re-read did not bear out its event; a full pass will");
+                    tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
                     self.ask_full_pass(Trigger::Unplaced);
                 }
                 findings
@@ -583,7 +631,7 @@ impl Worker {
             // Removed meanwhile: its rmdir event follows.
             Err(err) if err.gone => false,
             Err(err) => {
-                tracing::debug!(path, error = %err.error, "cannot read a cgroup again; a full pass will");
+                tracing::debug!(cgroup_id, error = %err.error, "cannot read a cgroup again; a full pass will");
                 self.ask_full_pass(Trigger::Unplaced);
                 false
             }
@@ -606,8 +654,8 @@ impl Worker {
         };
         let touched = picture.reconcile_links(links);
         let mut judge = false;
-        for (id, path) in touched {
-            judge |= self.reread(id, &path, Check::None);
+        for id in touched {
+            judge |= self.reread(id, Check::None);
         }
         judge
     }
@@ -618,19 +666,24 @@ impl Worker {
     /// have changed.
     fn read_what_is_due(&mut self, now: Instant, events: Option<&Receiver<Event>>) -> bool {
         let mut judge = false;
-        let mut due = Vec::new();
-        if let Some(r) = self.reading.as_mut() {
-            while r.new_cgroups.front().is_some_and(|(at, _)| *at <= now) {
-                due.extend(r.new_cgroups.pop_front().map(|(_, id)| id));
+        let started = Instant::now();
+        let mut read = false;
+        // For at most READ_BUDGET at a time: a pod making cgroups without
+        // pause (each read waits on the kernel's cgroup_mutex, which its
+        // mkdirs hold) must not keep a due full pass from its turn.
+        while started.elapsed() < READ_BUDGET {
+            let Some(r) = self.reading.as_mut() else { break };
+            if r.new_cgroups.front().is_none_or(|(at, _)| *at > now) {
+                break;
             }
+            let Some((_, id)) = r.new_cgroups.pop_front() else { break };
+            // What runtimes attach as they make a container's cgroup: one
+            // query (each waits on cgroup_mutex), not one per hook; the
+            // sweep reads the rest.
+            judge |= self.read_hooks(id, Check::None, Some(&NEW_CGROUP_HOOKS[..]));
+            read = true;
         }
-        if !due.is_empty() {
-            let started = Instant::now();
-            for id in due {
-                if let Some(path) = self.picture.as_ref().and_then(|p| p.path(id)) {
-                    judge |= self.reread(id, &path, Check::None);
-                }
-            }
+        if read {
             self.shared.metrics.busy(Work::Reread, started.elapsed());
         }
         if self.reading.as_ref().is_some_and(|r| r.next_sweep <= now) {
@@ -667,7 +720,7 @@ impl Worker {
             return false;
         };
         let tree_changes = picture.tree_changes();
-        let snap = picture.snapshot();
+        let snap = picture.last();
         let support = Support {
             supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
             unsupported: Vec::new(),
@@ -682,7 +735,7 @@ impl Worker {
                 if !picture.tracked() {
                     // Nothing to read again by path: any change is a full pass.
                     let links_differ =
-                        programs::cgroup_links().is_ok_and(|l| l.cgroup.len() != picture.snapshot().cgroup_links.len());
+                        programs::cgroup_links().is_ok_and(|l| l.cgroup.len() != picture.last().cgroup_links.len());
                     if sweep.cgroups != picture.cgroups()
                         || links_differ
                         || !picture.differing(&sweep.attached).is_empty()
@@ -707,7 +760,7 @@ impl Worker {
                 judge |= self.apply_waiting(events);
                 drained = applying.elapsed();
                 let Some(picture) = self.picture.as_ref() else { return judge };
-                let mut differ = picture.differs_from(&sweep.attached);
+                let mut differ = picture.differing(&sweep.attached);
                 if picture.tree_changes() == tree_changes {
                     let differs = sweep.cgroups != picture.cgroups();
                     if differs {
@@ -726,8 +779,8 @@ impl Worker {
                 }
                 differ.sort_unstable();
                 differ.dedup();
-                for (id, path) in differ {
-                    judge |= self.reread(id, &path, Check::None);
+                for id in differ {
+                    judge |= self.reread(id, Check::None);
                 }
             }
             Err(e) => tracing::debug!(error = %e, "the attachment sweep failed; the full pass on --interval remains"),
@@ -772,7 +825,7 @@ impl Worker {
             let mut errors = Vec::new();
             let budget = scan::deadline::Budget::new(scan::deadline::READ_DEADLINE);
             picture.set_cni_processes(scan::host::cni_processes(&self.config.scan.proc, &budget, &mut errors));
-            let root = picture.snapshot().root.clone();
+            let root = picture.last().root.clone();
             picture.set_mounts(scan::host::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
             self.agents_read = now;
             self.agents_due = None;
@@ -840,7 +893,7 @@ impl Worker {
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
         self.agents_read = Instant::now();
         self.agents_due = None;
-        let untracked = !snap.tree_kept;
+        let untracked = snap.tree.is_none();
         if untracked != self.untracked {
             if untracked {
                 tracing::warn!(

@@ -13,7 +13,7 @@ pub mod names;
 pub mod sweep;
 pub mod visit;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,9 @@ impl From<&WalkError> for ScanError {
     }
 }
 use crate::cgroup::{AuditRoot, RootError};
+use crate::placement::{self, Placement};
 use crate::snapshot::*;
-use visit::{Found, WalkContext};
+use visit::{Sink, WalkContext};
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -106,33 +107,35 @@ fn bpf_error(path: impl Into<String>, source: SyscallError) -> AuditError {
 }
 
 /// The walk by syscalls: directories opened one by one, each hook queried.
-fn syscall_walk(
+fn syscall_walk<'s>(
     root_fd: OwnedFd,
     audit_root: &AuditRoot,
     support: &Support,
     ctx: &WalkContext<'_>,
-) -> Result<(Found, walk::WalkStats, u64, BTreeMap<u32, programs::Program>), AuditError> {
+    sink: &mut dyn FnMut() -> Sink<'s>,
+) -> Result<(Sink<'s>, walk::WalkStats, u64, BTreeMap<u32, programs::Program>), AuditError> {
     // Only hooks that a loaded program's type can use are queried: a hook no
     // loaded program fits has nothing attached. NB: a program loaded after
     // this enumeration may be attached mid-walk to a hook skipped here; being
     // attached, it is still loaded when programs are enumerated again after
-    // the walk, and the hooks its type opens are then walked too.
+    // the walk, and the tree is then walked again over every hook either
+    // enumeration opens.
     let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
-    let types_before: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
-    let walked = support.for_prog_types(&types_before);
+    let mut types: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
+    let walked = support.for_prog_types(&types);
     let rewalk_fd = root_fd
         .try_clone()
         .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), error: e }))?;
-    let (mut found, mut stats) = visit::walk_cgroups(root_fd, &walked, ctx);
+    let mut found = sink();
+    let mut stats = visit::walk_cgroups(root_fd, &walked, ctx, &mut found);
     let mut vanished = stats.vanished;
     programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
-    let types_after: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
-    let extra = support.for_prog_types(&types_after).minus(&walked);
-    if !extra.supported.is_empty() {
-        let (more, more_stats) = visit::walk_cgroups(rewalk_fd, &extra, ctx);
-        vanished += more_stats.vanished;
-        found.merge(more);
-        stats.errors.extend(more_stats.errors);
+    types.extend(programs.values().map(|p| p.prog_type));
+    let all = support.for_prog_types(&types);
+    if !all.minus(&walked).supported.is_empty() {
+        found = sink();
+        stats = visit::walk_cgroups(rewalk_fd, &all, ctx, &mut found);
+        vanished += stats.vanished;
     }
     Ok((found, stats, vanished, programs))
 }
@@ -175,17 +178,23 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(opts.name_cgroups.iter().copied())
         .collect();
 
+    // What runs for each pod's sockets is worked out as the tree is read,
+    // from what the kernel reports in effect at the root.
+    let root_effective = root_effective(root_fd_for_effective.as_fd(), &support);
     // A tree already past its limit is not even begun (the walk would drop
     // it on the way, after holding it).
     let over = crate::cgroup::count(root_fd.as_fd()).is_some_and(|n| n > opts.tree_max as u64);
     let tree_max = if over { 0 } else { opts.tree_max };
-    let ctx = WalkContext { root_id: audit_root.cgroup_id, wanted: &wanted, proc: &opts.proc, tree_max };
+    let ctx = WalkContext { root_id: audit_root.cgroup_id, proc: &opts.proc };
+    let root_id = audit_root.cgroup_id;
+    let mut new_sink = || Sink::new(Placement::new(root_id, &root_effective, &wanted), root_id, tree_max);
     let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
         WalkMethod::Auto | WalkMethod::BpfIter => {
-            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &ctx)).and_then(|r| r) {
-                Ok(done) => Some(done),
+            let mut sink = new_sink();
+            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &ctx, &mut sink)).and_then(|r| r) {
+                Ok((stats, iter_stats)) => Some((sink, stats, iter_stats)),
                 Err(e) if opts.walk == WalkMethod::BpfIter => return Err(AuditError::Iter(e)),
                 Err(e) => {
                     walk_info.fallback = Some(e.to_string());
@@ -194,30 +203,25 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
             }
         }
     };
-    let (found, stats, vanished, mut programs) = match iterated {
-        Some((found, stats, iter_stats)) => {
+    let (sink, stats, vanished, mut programs) = match iterated {
+        Some((sink, stats, iter_stats)) => {
             walk_info.method = WalkUsed::BpfIter;
             walk_info.passes = iter_stats.passes;
             // Enumerated after the pass, whose own program is gone by now.
             let programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
-            (found, stats, 0, programs)
+            (sink, stats, 0, programs)
         }
-        None => syscall_walk(root_fd, &audit_root, &support, &ctx)?,
+        None => syscall_walk(root_fd, &audit_root, &support, &ctx, &mut new_sink)?,
     };
-    let Found {
+    let Sink { placement, tree, tree_over, .. } = sink;
+    let placement::Placed {
         mut attachments,
-        mut pods,
-        below_pods,
+        pods,
         processes: processes_by_cgroup,
         paths: paths_of_interest,
-        tree,
-        tree_over,
-    } = found;
-    errors.extend(stats.errors.iter().map(ScanError::from));
-    // One order whatever the walk: by cgroup, then hook; a hook's programs
-    // keep the kernel's order (the stable sort), which is their run order.
-    attachments.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(a.attach_type.cmp(&b.attach_type)));
-    pods.sort_by(|a, b| a.cgroup.cmp(&b.cgroup));
+        errors: misplaced,
+    } = placement.finish();
+    errors.extend(stats.errors.iter().chain(&misplaced).map(ScanError::from));
 
     for m in &mut mounts {
         if let MountTop::Known { cgroup_id, cgroup } = &mut m.top {
@@ -239,14 +243,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(cni_pins.iter().map(|p| p.prog_id))
         .collect();
     let btf_skipped = programs::resolve_full_names(&mut programs, named);
-    let by_target: HashMap<(u64, u32, u32), u32> =
-        cgroup_links.iter().map(|l| ((l.cgroup_id, l.attach_type, l.prog_id), l.link_id)).collect();
-    for a in &mut attachments {
-        a.link_id = by_target.get(&(a.cgroup_id, a.attach_type.kernel_value(), a.prog_id)).copied();
-    }
-    // What runs for each pod's sockets, where its processes are.
-    let root_effective = root_effective(root_fd_for_effective.as_fd(), &support);
-    coverage::assign(&mut pods, below_pods, &attachments, &root_effective);
+    placement::link_attachments(&mut attachments, &cgroup_links);
 
     // Read only where it can change a verdict: v1 net controllers on the
     // node and CNI socket-LB programs below the hierarchy's real root.
@@ -300,10 +297,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         nested_node: opts.nested_node,
         holders,
         processes: processes_by_cgroup,
-        cgroup_paths: paths_of_interest.into_iter().collect(),
+        cgroup_paths: paths_of_interest,
         events: Vec::new(),
         errors,
-        tree_kept: tree_max > 0 && !tree_over,
-        tree,
+        tree: tree.filter(|_| !tree_over),
     })
 }

@@ -29,7 +29,8 @@ pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: b
     let fd = root.try_clone_to_owned().map_err(|e| format!("dup the root: {e}"))?;
     let mut out = Sweep::default();
     let mut raw = Vec::new();
-    let stats = walk::walk(fd, root_id, |_, id, fd| {
+    let stats = walk::walk(fd, root_id, |entry, fd| {
+        let id = entry.id;
         raw.clear();
         match query::attached(fd, support, &mut raw) {
             Ok(()) => {

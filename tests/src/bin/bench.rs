@@ -673,6 +673,62 @@ fn audit_bench(title: &str, sizes: &[usize], device_every: usize, bpftool_max: u
     );
 }
 
+/// Issue 28, H1: the audit of a chain 4,000 deep of 255-byte names in a
+/// pod's container (a process and a connect4 program at the bottom), next
+/// to the wide trees above: what a tracked cgroup costs at depth.
+fn deep_chain_bench(runs: usize) {
+    println!(
+        "== a 4,000-deep chain of 255-byte names in a pod (a process and a program at the bottom), {runs} runs =="
+    );
+    let t = TestCgroup::new("bench-deep");
+    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+    let chain = Chain::make(&ctr, &"n".repeat(255), 4000);
+    let bottom = chain.bottom();
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let attached = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
+    let resident = Resident::into(&bottom);
+    let root = t.path.to_str().unwrap().to_owned();
+    let agent = agent_bin();
+    let a = agent.to_str().unwrap();
+    let cmds: [(&str, Vec<&str>); 3] = [
+        ("agent audit", vec![a, "audit", "--output", "json", "--cgroup-root", &root]),
+        (
+            "agent audit --walk syscalls",
+            vec![a, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root],
+        ),
+        ("bpftool cgroup tree", vec!["bpftool", "cgroup", "tree", &root]),
+    ];
+    println!("{:<30} {:>22} {:>8}  found the program", "", "wall p50 (min-max)", "RSS MiB");
+    for (label, cmd) in &cmds {
+        let (_, _, out) = timed(cmd);
+        let found = if cmd[0] == "bpftool" {
+            out.contains("cil_sock4_connect") || out.contains(&prog.id.to_string())
+        } else {
+            serde_json::from_str::<serde_json::Value>(&out)
+                .ok()
+                .and_then(|r| Some(r["attachments"].as_array()?.iter().any(|x| x["prog_id"] == prog.id)))
+                .unwrap_or(false)
+        };
+        let mut walls = Vec::new();
+        let mut rss = 0;
+        for _ in 0..runs {
+            let (wall, r, _) = timed(cmd);
+            walls.push(wall);
+            rss = rss.max(r);
+        }
+        let (p50, lo, hi) = spread(&mut walls);
+        println!(
+            "{label:<30} {:>22} {:>8.1}  {}",
+            format!("{p50:.3}s ({lo:.2}-{hi:.2})"),
+            rss as f64 / 1024.0,
+            if found { "yes" } else { "no" }
+        );
+    }
+    drop(resident);
+    drop(attached);
+    drop(chain);
+}
+
 fn main() {
     assert!(can_run(&["bpftool", "strace"]), "the benchmark needs root, bpftool and strace");
     let args: Vec<String> = std::env::args().collect();
@@ -734,6 +790,8 @@ fn main() {
         fixed_cost_bench(if quick { 5 } else { 11 });
         println!();
         audit_bench("realistic (a device program per container)", sizes, 1, 1_000, runs);
+        println!();
+        deep_chain_bench(runs);
         println!();
         audit_bench("sparse (a device program per 100 containers)", sizes, 100, usize::MAX, runs);
         println!();

@@ -1,0 +1,401 @@
+//! The audited cgroup tree, keyed by cgroup id: for each cgroup its parent's
+//! id, its name as the kernel holds it (bytes: any byte but `/` and NUL),
+//! its own programs, whether processes are in it, and where it sits for
+//! Kubernetes (`Place`, worked out from its parent's place and its own
+//! name). A cgroup costs the same at any depth; paths are built only for
+//! what is shown (`Tree::path`), and names are escaped only there (`shown`).
+//!
+//! Both walks report cgroups as `Record`s, parents first. `placement` turns
+//! records into the report's pods, containers and attachments; the daemon
+//! keeps a `Tree` and hands its records to the same `placement`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::bpf::AttachType;
+use crate::bpf::query::Attached;
+use crate::snapshot::ProcessRef;
+
+/// A cgroup name (or a path of them) as text: valid UTF-8 as it is, any
+/// other byte as `\xNN`. Names stay bytes everywhere else.
+pub fn shown(name: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(name) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for chunk in name.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One cgroup as a walk (or the daemon's tree) reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    pub id: u64,
+    /// The parent's id (0 for the audit root).
+    pub parent: u64,
+    /// Empty for the audit root.
+    pub name: &'a [u8],
+    /// Its own programs, each hook's in the kernel's (run) order.
+    pub own: &'a [Attached],
+}
+
+/// Where a cgroup sits for Kubernetes (the rules of `attribution`, one
+/// level at a time: the same answer for any depth at the cost of one name).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Place {
+    /// No `kubepods` level at or above it (below the audit root).
+    #[default]
+    Outside,
+    /// At or below `kubepods` (`kubepods.slice`) and its QoS levels, above
+    /// any pod.
+    Kubepods,
+    /// Below `kubepods` on a path kubelet does not make.
+    Elsewhere,
+    /// A pod's own cgroup.
+    Pod { uid: Box<str> },
+    /// Below the pod whose cgroup this is.
+    InPod { pod: u64 },
+}
+
+impl Place {
+    /// The place of a child named `name` of a cgroup (id `parent`) at
+    /// `self`. The name is matched as it is shown, as `attribution` reads a
+    /// shown path.
+    pub fn below(&self, parent: u64, name: &[u8]) -> Place {
+        match self {
+            Place::Outside => {
+                if matches!(name, b"kubepods" | b"kubepods.slice") {
+                    Place::Kubepods
+                } else {
+                    Place::Outside
+                }
+            }
+            Place::Kubepods => crate::attribution::kubepods_level(&shown(name)),
+            Place::Elsewhere => Place::Elsewhere,
+            Place::Pod { .. } => Place::InPod { pod: parent },
+            Place::InPod { pod } => Place::InPod { pod: *pod },
+        }
+    }
+
+    pub fn is_pod(&self) -> bool {
+        matches!(self, Place::Pod { .. })
+    }
+}
+
+/// One cgroup of the tree.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub parent: u64,
+    pub name: Box<[u8]>,
+    pub own: Vec<Attached>,
+    /// Processes are in it (asked of cgroups in pods only, whose leaves
+    /// with processes are their containers).
+    pub populated: bool,
+    pub place: Place,
+    /// Its processes, for a cgroup below the root holding socket-LB
+    /// programs.
+    pub processes: Option<Vec<ProcessRef>>,
+}
+
+/// The audited tree: the root and every cgroup below it, by id.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    root: u64,
+    nodes: HashMap<u64, Node>,
+}
+
+impl Tree {
+    /// A tree of the root alone (cgroup `root`).
+    pub fn new(root: u64) -> Tree {
+        let node = Node {
+            parent: 0,
+            name: Box::default(),
+            own: Vec::new(),
+            populated: false,
+            place: Place::Outside,
+            processes: None,
+        };
+        Tree { root, nodes: HashMap::from([(root, node)]) }
+    }
+
+    pub fn root(&self) -> u64 {
+        self.root
+    }
+
+    /// cgroups in the tree, the root included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Node> {
+        self.nodes.get(&id)
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.nodes.contains_key(&id)
+    }
+
+    /// The place a child named `name` of `parent` would have.
+    pub fn place_below(&self, parent: u64, name: &[u8]) -> Option<Place> {
+        Some(self.nodes.get(&parent)?.place.below(parent, name))
+    }
+
+    /// Adds a cgroup below one the tree holds (the root's record sets the
+    /// root's programs). A cgroup already held keeps its place: cgroup ids
+    /// are not reused, and cgroups do not move. False when its parent is
+    /// not in the tree.
+    pub fn add(&mut self, r: Record<'_>, populated: bool, processes: Option<Vec<ProcessRef>>) -> bool {
+        if r.id == self.root {
+            let root = self.nodes.get_mut(&self.root).expect("the root stays");
+            root.own = r.own.to_vec();
+            root.processes = None;
+            return true;
+        }
+        if let Some(n) = self.nodes.get_mut(&r.id) {
+            if n.parent != r.parent {
+                return false;
+            }
+            n.own = r.own.to_vec();
+            n.populated = populated;
+            n.processes = processes;
+            return true;
+        }
+        let Some(place) = self.place_below(r.parent, r.name) else { return false };
+        self.nodes.insert(
+            r.id,
+            Node { parent: r.parent, name: r.name.into(), own: r.own.to_vec(), populated, place, processes },
+        );
+        true
+    }
+
+    /// Removes a cgroup (cgroup v2 removes only cgroups without children).
+    /// The root stays.
+    pub fn remove(&mut self, id: u64) -> Option<Node> {
+        if id == self.root {
+            return None;
+        }
+        self.nodes.remove(&id)
+    }
+
+    /// Replaces the programs of `hooks` on one cgroup with `now` (what the
+    /// kernel lists on those hooks); the programs removed and added.
+    pub fn set_own(
+        &mut self,
+        id: u64,
+        hooks: &[AttachType],
+        now: &[Attached],
+        processes: Option<Vec<ProcessRef>>,
+    ) -> Option<(Vec<Attached>, Vec<Attached>)> {
+        let root = self.root;
+        let n = self.nodes.get_mut(&id)?;
+        let (removed, kept): (Vec<Attached>, Vec<Attached>) =
+            n.own.iter().partition(|a| hooks.contains(&a.attach_type));
+        n.own = kept;
+        n.own.extend_from_slice(now);
+        // One order whatever was read when: by hook, each hook's programs
+        // in the kernel's order (a stable sort).
+        n.own.sort_by_key(|a| a.attach_type);
+        let lb = id != root && n.own.iter().any(|a| a.attach_type.is_socket_lb());
+        n.processes = if lb { processes.or(n.processes.take()) } else { None };
+        Some((removed, now.to_vec()))
+    }
+
+    /// The names from the root's child down to `id` (empty for the root);
+    /// `None` when `id` is not in the tree.
+    pub fn names(&self, id: u64) -> Option<Vec<&[u8]>> {
+        let mut names = Vec::new();
+        let mut at = id;
+        // Bounded by the tree: a cycle (which no kernel makes) ends it.
+        for _ in 0..self.nodes.len() {
+            if at == self.root {
+                names.reverse();
+                return Some(names);
+            }
+            let n = self.nodes.get(&at)?;
+            names.push(&*n.name);
+            at = n.parent;
+        }
+        None
+    }
+
+    /// The path of a cgroup relative to the root (`/` for the root), shown.
+    pub fn path(&self, id: u64) -> Option<String> {
+        let names = self.names(id)?;
+        if names.is_empty() {
+            return Some("/".into());
+        }
+        let mut out = String::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for n in names {
+            out.push('/');
+            out.push_str(&shown(n));
+        }
+        Some(out)
+    }
+
+    /// The path of a cgroup, shown in at most about `max` bytes: a longer
+    /// one keeps its first and last levels, joined by `/…/` (what is kept
+    /// per event, whatever the depth).
+    pub fn path_within(&self, id: u64, max: usize) -> Option<String> {
+        let names = self.names(id)?;
+        let total: usize = names.iter().map(|n| n.len() + 1).sum();
+        if total <= max {
+            return self.path(id);
+        }
+        let mut head = String::new();
+        let mut i = 0;
+        while i < names.len() && head.len() + names[i].len() < max / 2 {
+            head.push('/');
+            head.push_str(&shown(names[i]));
+            i += 1;
+        }
+        let mut tail: Vec<Cow<'_, str>> = Vec::new();
+        let mut len = 0;
+        let mut j = names.len();
+        while j > i + 1 && len + names[j - 1].len() < max / 2 {
+            j -= 1;
+            len += names[j].len() + 1;
+            tail.push(shown(names[j]));
+        }
+        let mut out = head;
+        out.push_str(&format!("/…({} levels)…", j - i));
+        for n in tail.iter().rev() {
+            out.push('/');
+            out.push_str(n);
+        }
+        Some(out)
+    }
+
+    /// Every cgroup's record, parents first (children of one parent by
+    /// name), with its node.
+    pub fn each(&self, mut f: impl FnMut(Record<'_>, &Node)) {
+        let mut kids: Vec<(u64, &[u8], u64)> =
+            self.nodes.iter().filter(|(id, _)| **id != self.root).map(|(id, n)| (n.parent, &*n.name, *id)).collect();
+        kids.sort_unstable();
+        let children = |parent: u64| {
+            let start = kids.partition_point(|k| k.0 < parent);
+            let end = kids.partition_point(|k| k.0 <= parent);
+            &kids[start..end]
+        };
+        let mut stack = vec![self.root];
+        while let Some(id) = stack.pop() {
+            let n = &self.nodes[&id];
+            f(Record { id, parent: n.parent, name: &n.name, own: &n.own }, n);
+            stack.extend(children(id).iter().rev().map(|k| k.2));
+        }
+    }
+
+    /// The most programs one cgroup holds on `hook`.
+    pub fn most_on(&self, hook: AttachType) -> usize {
+        self.nodes.values().map(|n| n.own.iter().filter(|a| a.attach_type == hook).count()).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::attribute;
+
+    const UID: &str = "f8371831-8021-4722-af27-93c925d25a14";
+    const CID: &str = "fbbef81081fd1fdf7653041c79cf8969be138b5bbd57db50de28cba35fd65910";
+
+    /// Builds the tree of `paths` (parents first) and checks each cgroup's
+    /// place against `attribution` of its whole path.
+    #[test]
+    fn a_place_worked_out_level_by_level_is_what_the_whole_path_says() {
+        let systemd_pod = format!("kubepods-burstable-pod{}.slice", UID.replace('-', "_"));
+        let paths: Vec<Vec<&[u8]>> = vec![
+            vec![b"kubepods.slice"],
+            vec![b"kubepods.slice", b"kubepods-burstable.slice"],
+            vec![b"kubepods.slice", b"kubepods-burstable.slice", systemd_pod.as_bytes()],
+            vec![
+                b"kubepods.slice",
+                b"kubepods-burstable.slice",
+                systemd_pod.as_bytes(),
+                format!("cri-containerd-{CID}.scope").leak().as_bytes(),
+            ],
+            vec![b"kubepods"],
+            vec![b"kubepods", b"besteffort"],
+            vec![b"kubepods", b"besteffort", format!("pod{UID}").leak().as_bytes()],
+            vec![b"kubepods", b"besteffort", format!("pod{UID}").leak().as_bytes(), CID.as_bytes()],
+            vec![b"kubepods", b"besteffort", format!("pod{UID}").leak().as_bytes(), CID.as_bytes(), b"\xff"],
+            vec![b"kubepods", b"system"],
+            vec![b"kubepods", b"system", format!("pod{UID}").leak().as_bytes()],
+            vec![b"kubepods", b"\xff.slice"],
+            vec![b"kubepods", b"\xff.slice", format!("pod{UID}").leak().as_bytes()],
+            vec![b"docker"],
+            vec![b"docker", b"kubepods"],
+            vec![b"docker", b"kubepods", format!("pod{UID}").leak().as_bytes()],
+            vec![b"docker", b"kubepods", format!("pod{UID}").leak().as_bytes(), b"kubepods"],
+            vec![b"docker", b"kubepods", format!("pod{UID}").leak().as_bytes(), b"kubepods", b"podx"],
+        ];
+        let mut tree = Tree::new(1);
+        let mut ids: HashMap<Vec<&[u8]>, u64> = HashMap::new();
+        for (i, p) in paths.iter().enumerate() {
+            let id = 10 + i as u64;
+            let parent = if p.len() == 1 { 1 } else { ids[&p[..p.len() - 1].to_vec()] };
+            assert!(tree.add(Record { id, parent, name: p[p.len() - 1], own: &[] }, false, None));
+            ids.insert(p.clone(), id);
+        }
+        for (p, &id) in &ids {
+            let shown_path = tree.path(id).unwrap();
+            let a = attribute(&shown_path);
+            let place = &tree.get(id).unwrap().place;
+            assert_eq!(place.is_pod(), a.is_pod_level(), "{shown_path}");
+            let in_pod = matches!(place, Place::InPod { .. });
+            assert_eq!(in_pod, a.pod_uid.is_some() && !a.is_pod_level(), "{shown_path}");
+            if let Place::Pod { uid } = place {
+                assert_eq!(Some(&**uid), a.pod_uid.as_deref(), "{shown_path}");
+            }
+            if let Place::InPod { pod } = place {
+                let pod_path = tree.path(*pod).unwrap();
+                assert!(shown_path.starts_with(&format!("{pod_path}/")), "{shown_path} is below {pod_path}");
+                assert!(attribute(&pod_path).is_pod_level());
+            }
+            assert_eq!(tree.names(id).unwrap(), *p);
+        }
+    }
+
+    #[test]
+    fn names_are_bytes_shown_escaped_and_paths_are_built_only_when_asked() {
+        let mut tree = Tree::new(1);
+        assert!(tree.add(Record { id: 2, parent: 1, name: b"a\xffb", own: &[] }, false, None));
+        assert!(tree.add(Record { id: 3, parent: 2, name: "café".as_bytes(), own: &[] }, false, None));
+        assert_eq!(tree.path(3).as_deref(), Some("/a\\xffb/café"));
+        assert_eq!(tree.path(1).as_deref(), Some("/"));
+        assert_eq!(tree.names(3).unwrap(), [&b"a\xffb"[..], "café".as_bytes()]);
+        assert!(!tree.add(Record { id: 5, parent: 4, name: b"x", own: &[] }, false, None), "unknown parent");
+        assert!(!tree.add(Record { id: 3, parent: 1, name: b"moved", own: &[] }, false, None), "cgroups do not move");
+        assert!(tree.remove(1).is_none(), "the root stays");
+        let mut parent = 3;
+        for id in 10..4010 {
+            assert!(tree.add(Record { id, parent, name: &[b'n'; 255], own: &[] }, false, None));
+            parent = id;
+        }
+        let short = tree.path_within(4009, 4096).unwrap();
+        assert!(short.len() <= 4096 + 32, "{}", short.len());
+        assert!(short.starts_with("/a\\xffb/café/nnn") && short.ends_with(&format!("/{}", "n".repeat(255))), "{short}");
+        assert!(short.contains("/…(3985 levels)…/"), "{short}");
+        assert_eq!(tree.path_within(3, 4096), tree.path(3));
+    }
+
+    #[test]
+    fn records_come_parents_first_whatever_the_order_they_were_added_in() {
+        let mut tree = Tree::new(1);
+        tree.add(Record { id: 9, parent: 1, name: b"b", own: &[] }, false, None);
+        tree.add(Record { id: 3, parent: 1, name: b"a", own: &[] }, false, None);
+        tree.add(Record { id: 2, parent: 9, name: b"c", own: &[] }, false, None);
+        let mut seen = Vec::new();
+        tree.each(|r, _| seen.push((r.id, r.parent)));
+        assert_eq!(seen, [(1, 0), (3, 1), (9, 1), (2, 9)]);
+    }
+}
