@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::bpf::sys::CgroupLinkInfo;
-use crate::cgroup::tree::{Place, Record, shown};
+use crate::cgroup::tree::{Place, Record, bounded, shown};
 use crate::cgroup::walk::WalkError;
 use crate::coverage::{self, Effective, Level, Sets, Shared};
 use crate::snapshot::{Attachment, ContainerCgroup, PodCgroup, ProcessRef};
@@ -150,7 +150,7 @@ impl<'a> Placement<'a> {
         }
         // Its path is copied only for what shows it.
         let shown = if self.path.is_empty() { "/" } else { self.path.as_str() };
-        let path = || shown.to_owned();
+        let path = || bounded(shown, r.id);
         let populated = matches!(place, Place::InPod { .. }) && access.populated();
         let mut seen = Seen { populated, processes: None };
         if !is_root && r.own.iter().any(|a| a.attach_type.is_socket_lb()) {
@@ -214,7 +214,7 @@ impl<'a> Placement<'a> {
         {
             let (id, len) = (top.id, top.path_len);
             let effective = self.effective_here();
-            let cgroup = self.shown_path(len).to_owned();
+            let cgroup = bounded(self.shown_path(len), id);
             self.out.pods[i].containers.push(ContainerCgroup { cgroup, cgroup_id: id, effective });
         }
         let done = self.stack.pop().expect("a top");
@@ -260,6 +260,7 @@ mod tests {
     use super::*;
     use crate::bpf::query::Attached;
     use crate::bpf::{AttachFlags, AttachType};
+    use crate::cgroup::tree::PATH_SHOWN_MAX;
 
     fn t(name: &str) -> AttachType {
         AttachType::from_name(name).unwrap()
@@ -357,9 +358,18 @@ mod tests {
         for i in 0..2000u64 {
             records.push(rec(4 + i, 3 + i, &NAME, vec![], true));
         }
+        // 64 links on one hook at the bottom (the kernel takes one program
+        // on many links): the report names that cgroup 64 times.
+        records.last_mut().unwrap().3 = (0..64).map(|i| att("connect4", AttachFlags::Multi, 100 + i)).collect();
         let placed = place(&records, &HashSet::new());
         let c = &placed.pods[0].containers;
         assert_eq!(c.len(), 1, "the bottom of the chain only");
-        assert_eq!(c[0].cgroup.len(), placed.pods[0].cgroup.len() + 2000 * 256);
+        assert_eq!(c[0].cgroup_id, 2003);
+        assert!(c[0].cgroup.len() <= PATH_SHOWN_MAX && c[0].cgroup.contains("(cgroup id 2003)"), "{}", c[0].cgroup);
+        let below: Vec<_> = placed.attachments.iter().filter(|a| a.cgroup_id == 2003).collect();
+        assert_eq!(below.len(), 64);
+        let bytes: usize = placed.attachments.iter().map(|a| a.cgroup.len()).sum();
+        assert!(bytes <= 65 * PATH_SHOWN_MAX, "the report's paths take {bytes} bytes");
+        assert!(placed.processes.keys().all(|p| p.len() <= PATH_SHOWN_MAX));
     }
 }

@@ -33,6 +33,31 @@ pub fn shown(name: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The longest cgroup path a report shows whole (`PATH_MAX`).
+pub const PATH_SHOWN_MAX: usize = 4096;
+
+/// A shown path as a report keeps it: whole up to `PATH_SHOWN_MAX` bytes,
+/// else its first and last levels around the cgroup's id (unique, so two
+/// cgroups never share one), so that a report's size does not grow with
+/// depth times the number of things it lists there.
+pub fn bounded(path: &str, id: u64) -> String {
+    if path.len() <= PATH_SHOWN_MAX {
+        return path.to_owned();
+    }
+    let half = PATH_SHOWN_MAX / 2 - 32;
+    let mut head = half;
+    while !path.is_char_boundary(head) {
+        head -= 1;
+    }
+    let head = path[..head].rfind('/').filter(|&i| i > 0).unwrap_or(head);
+    let mut tail = path.len() - half;
+    while !path.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let tail = path[tail..].find('/').map_or(tail, |i| tail + i);
+    format!("{}/…(cgroup id {id})…{}", &path[..head], &path[tail..])
+}
+
 /// One cgroup as a walk (or the daemon's tree) reports it.
 #[derive(Debug, Clone, Copy)]
 pub struct Record<'a> {
@@ -247,6 +272,8 @@ impl Tree {
     /// per event, whatever the depth).
     pub fn path_within(&self, id: u64, max: usize) -> Option<String> {
         let names = self.names(id)?;
+        // Measured as shown: a byte that is not UTF-8 shows as four.
+        let names: Vec<Cow<'_, str>> = names.iter().map(|n| shown(n)).collect();
         let total: usize = names.iter().map(|n| n.len() + 1).sum();
         if total <= max {
             return self.path(id);
@@ -255,20 +282,18 @@ impl Tree {
         let mut i = 0;
         while i < names.len() && head.len() + names[i].len() < max / 2 {
             head.push('/');
-            head.push_str(&shown(names[i]));
+            head.push_str(&names[i]);
             i += 1;
         }
-        let mut tail: Vec<Cow<'_, str>> = Vec::new();
         let mut len = 0;
         let mut j = names.len();
         while j > i + 1 && len + names[j - 1].len() < max / 2 {
             j -= 1;
             len += names[j].len() + 1;
-            tail.push(shown(names[j]));
         }
         let mut out = head;
         out.push_str(&format!("/…({} levels)…", j - i));
-        for n in tail.iter().rev() {
+        for n in &names[j..] {
             out.push('/');
             out.push_str(n);
         }
@@ -386,6 +411,36 @@ mod tests {
         assert!(short.starts_with("/a\\xffb/café/nnn") && short.ends_with(&format!("/{}", "n".repeat(255))), "{short}");
         assert!(short.contains("/…(3985 levels)…/"), "{short}");
         assert_eq!(tree.path_within(3, 4096), tree.path(3));
+    }
+
+    /// The cap holds for what is shown: a byte that is not UTF-8 shows as
+    /// four (`\\xff`), so names of them must not pass under it as raw bytes.
+    #[test]
+    fn the_cap_counts_names_as_shown() {
+        let mut tree = Tree::new(1);
+        let mut parent = 1;
+        for id in 2..7 {
+            assert!(tree.add(Record { id, parent, name: &[0xff; 255], own: &[] }, false, None));
+            parent = id;
+        }
+        let path = tree.path_within(6, 4096).unwrap();
+        assert!(path.len() <= 4096 + 32, "{} bytes shown", path.len());
+        assert!(path.contains("levels)…"), "{path}");
+        assert!(path.ends_with(&"\\xff".repeat(255)), "the last level is kept whole");
+    }
+
+    #[test]
+    fn a_long_path_is_bounded_around_its_id() {
+        let short = "/kubepods/pod1/c";
+        assert_eq!(bounded(short, 7), short);
+        let long: String = (0..40).map(|i| format!("/{i:03}{}", "é".repeat(60))).collect();
+        let b = bounded(&long, 4242);
+        assert!(b.len() <= PATH_SHOWN_MAX, "{}", b.len());
+        assert!(b.starts_with("/000") && b.ends_with(&format!("/039{}", "é".repeat(60))), "{b}");
+        assert!(b.contains("/…(cgroup id 4242)…/"), "cut at level boundaries: {b}");
+        assert_ne!(bounded(&long, 4243), b);
+        let one_name = format!("/{}", "n".repeat(5000));
+        assert!(bounded(&one_name, 1).len() <= PATH_SHOWN_MAX);
     }
 
     #[test]
