@@ -95,6 +95,8 @@ pub struct Picture {
     generation: u64,
     /// cgroups made or removed so far (the tree's count moved).
     tree_changes: u64,
+    /// `--max-cgroups`: past it between full passes too, the tree goes.
+    tree_max: usize,
 }
 
 impl Picture {
@@ -103,7 +105,13 @@ impl Picture {
         let tree = snap.tree.take();
         let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
         let above = Level::above(&root_own, &snap.root_effective);
-        Picture { snap, tree, above, stale: false, generation: 0, tree_changes: 0 }
+        Picture { snap, tree, above, stale: false, generation: 0, tree_changes: 0, tree_max: usize::MAX }
+    }
+
+    /// Keeps the tree only while it holds at most `max` cgroups: cgroups
+    /// made between full passes count too.
+    pub fn limit_tree(&mut self, max: usize) {
+        self.tree_max = max;
     }
 
     /// The snapshot, its pods and attachments placed from the tree as it is.
@@ -364,6 +372,12 @@ impl Picture {
     fn made(&mut self, id: u64, parent: u64, name: &[u8]) -> Effect {
         // A parent we do not know lies outside the audited tree (events we
         // lost are counted, and the worker reads the whole tree then).
+        if self.tree.as_ref().is_some_and(|t| t.len() >= self.tree_max && !t.contains(id)) {
+            // One more would pass --max-cgroups: the full pass this asks
+            // for keeps none, as it would have at that count.
+            self.drop_tree();
+            return Effect::Unplaced;
+        }
         let Some(tree) = self.tree.as_mut() else { return Effect::Nothing };
         if name.is_empty() || tree.contains(id) {
             return Effect::Nothing;
@@ -544,6 +558,19 @@ mod tests {
     /// What is in effect for the pod (or its first container).
     fn pod_effective(p: &mut Picture) -> Effective {
         (*p.snapshot().pods[0].effective).clone()
+    }
+
+    /// cgroups made one by one between full passes count against
+    /// --max-cgroups too: past it the tree goes, and a full pass is asked for.
+    #[test]
+    fn cgroups_made_past_the_limit_let_the_tree_go() {
+        let mut p = picture();
+        p.limit_tree(6);
+        assert_eq!(p.apply(&made(5, 4, "c1")), Effect::Applied { findings: true });
+        assert_eq!(p.apply(&made(6, 4, "c2")), Effect::Applied { findings: true });
+        assert!(p.tracked());
+        assert_eq!(p.apply(&made(7, 4, "c3")), Effect::Unplaced, "a 7th cgroup");
+        assert!(!p.tracked());
     }
 
     /// Past --max-cgroups: no tree. A call about a cgroup asks for a full

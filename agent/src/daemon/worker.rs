@@ -908,6 +908,7 @@ impl Worker {
             self.shared.metrics.set_degraded("cgroup_count", untracked);
         }
         let mut picture = Picture::new(snap);
+        picture.limit_tree(self.config.max_cgroups);
         self.history.prune(picture.snapshot());
         picture.set_events(self.history.attachers());
         let _ = Self::name(&mut self.namer, &mut picture, &self.config.policy);
