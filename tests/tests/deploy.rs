@@ -90,7 +90,10 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert_eq!(c["image"], "registry.test/cgaudit:0.1.0", "the chart's appVersion by default");
     let sc = &c["securityContext"];
     assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
-    assert_eq!(sc["capabilities"]["add"], json!(["SYS_ADMIN", "NET_ADMIN", "BPF", "PERFMON", "SYS_PTRACE"]));
+    assert_eq!(
+        sc["capabilities"]["add"],
+        json!(["SYS_ADMIN", "NET_ADMIN", "BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"])
+    );
     assert_eq!(
         (&sc["readOnlyRootFilesystem"], &sc["privileged"], &sc["allowPrivilegeEscalation"]),
         (&json!(true), &json!(false), &json!(false))
@@ -461,7 +464,7 @@ fn node_problem_detector_runs_the_shipped_command_on_clean_seed_warning_and_inco
     // Unknown, and the message says why.
     let script = podman_script(&format!(
         "--runtime runc run --rm --cgroupns=private {PODMAN_LIMITS} \
-         --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE --read-only \
+         --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE,DAC_READ_SEARCH --read-only \
          --security-opt=no-new-privileges --network=none --entrypoint {path} {} {}",
         image(),
         args.join(" ")
@@ -477,7 +480,7 @@ fn node_problem_detector_runs_the_shipped_command_on_clean_seed_warning_and_inco
 /// and none of the host's namespaces unless `extra` says so.
 fn pod_without_host_pid(extra: &str, args: &str) -> Run {
     let script = podman_script(&format!(
-        "--runtime runc run --rm {PODMAN_LIMITS} --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE \
+        "--runtime runc run --rm {PODMAN_LIMITS} --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE,DAC_READ_SEARCH \
          --read-only --security-opt=no-new-privileges --network=none {extra} {} {args}",
         image()
     ));
@@ -529,7 +532,7 @@ fn without_host_pid_the_agent_says_its_view_is_incomplete() {
     let _d = Container::run(
         "no-hostpid-daemon",
         &format!(
-            "--runtime runc {PODMAN_LIMITS} --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE --read-only \
+            "--runtime runc {PODMAN_LIMITS} --cap-drop=ALL --cap-add=SYS_ADMIN,NET_ADMIN,BPF,PERFMON,SYS_PTRACE,DAC_READ_SEARCH --read-only \
              --cgroupns=private --network=host {} run --listen 127.0.0.1:{port} --interval 1h",
             image()
         ),
