@@ -501,10 +501,22 @@ impl Worker {
                     self.pending_rereads.insert(cgroup_id);
                     return ("reread", false);
                 }
-                // A reading that must bear this event out is made now (and
-                // covers a pending one).
-                self.pending_rereads.remove(&cgroup_id);
-                ("reread", self.reread(cgroup_id, check))
+                // A reading that must bear this event out is made now, of
+                // the hook the call named only; the rest of the cgroup (every
+                // hook, its processes) is read once per batch with its other
+                // re-reads. A busy cgroup's attach and detach calls each cost
+                // one query then, not one per hook and its processes.
+                let hook = match (check, e.change.attach_type()) {
+                    (Check::Holds { hook, .. }, _) | (Check::Removes, Some(hook)) => Some([hook]),
+                    _ => None,
+                };
+                let findings = self.read_hooks(cgroup_id, check, hook.as_ref().map(|h| &h[..]), false);
+                if hook.is_some() {
+                    self.pending_rereads.insert(cgroup_id);
+                } else {
+                    self.pending_rereads.remove(&cgroup_id);
+                }
+                ("reread", findings)
             }
         }
     }
@@ -564,11 +576,12 @@ impl Worker {
     }
 
     fn reread(&mut self, cgroup_id: u64, check: Check) -> bool {
-        self.read_hooks(cgroup_id, check, None)
+        self.read_hooks(cgroup_id, check, None, true)
     }
 
-    /// Reads `only` these hooks of one cgroup again (all when `None`).
-    fn read_hooks(&mut self, cgroup_id: u64, check: Check, only: Option<&[AttachType]>) -> bool {
+    /// Reads `only` these hooks of one cgroup again (all when `None`), and
+    /// its processes when `processes` asks and a socket-LB hook is read.
+    fn read_hooks(&mut self, cgroup_id: u64, check: Check, only: Option<&[AttachType]>, processes: bool) -> bool {
         let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
         let snap = picture.last();
         let hooks: Vec<AttachType> = AttachType::all()
@@ -580,7 +593,7 @@ impl Worker {
         // nor its bytes stand in the way.
         let Some(names) = picture.names(cgroup_id) else { return false };
         let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
-            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, &ctx));
+            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx));
         match read {
             Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or
@@ -601,7 +614,7 @@ impl Worker {
                     &hooks,
                     &attached,
                     // Read with the socket-LB hooks only (see read_cgroup).
-                    hooks.iter().any(|t| t.is_socket_lb()).then_some(procs),
+                    (processes && hooks.iter().any(|t| t.is_socket_lb())).then_some(procs),
                 );
                 let unconfirmed = !check.holds(&removed, &attached);
                 let snap = picture.last();
@@ -680,7 +693,7 @@ impl Worker {
             // What runtimes attach as they make a container's cgroup: one
             // query (each waits on cgroup_mutex), not one per hook; the
             // sweep reads the rest.
-            judge |= self.read_hooks(id, Check::None, Some(&NEW_CGROUP_HOOKS[..]));
+            judge |= self.read_hooks(id, Check::None, Some(&NEW_CGROUP_HOOKS[..]), true);
             read = true;
         }
         if read {

@@ -171,18 +171,20 @@ pub fn open_by_id(root: BorrowedFd<'_>, id: u64, names: &[&[u8]]) -> Result<Owne
 }
 
 /// Reads one cgroup again, as a walk's visit would (the daemon, after the
-/// kernel reported a change on it): the programs on `hooks`, and its
-/// processes when it holds socket-LB programs below the root.
+/// kernel reported a change on it): the programs on `hooks`, and, when
+/// `processes` asks, its processes if it holds socket-LB programs below the
+/// root.
 pub fn read_cgroup(
     fd: BorrowedFd<'_>,
     id: u64,
     hooks: &[AttachType],
+    processes: bool,
     ctx: &WalkContext<'_>,
 ) -> Result<(Vec<query::Attached>, Vec<ProcessRef>), VisitError> {
     let mut raw = Vec::new();
     let support = Support { supported: hooks.to_vec(), unsupported: Vec::new() };
     query::attached(fd, &support, &mut raw).map_err(|e| VisitError::syscall("query", &e))?;
-    let processes = if id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+    let processes = if processes && id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
         host::processes(fd, ctx.proc)
     } else {
         Vec::new()
