@@ -111,9 +111,9 @@ pub enum Command {
     Run(RunArgs),
 
     /// Repair a CNI's cgroup2 mount: mount cgroup2 at its mount point from
-    /// the target's (PID 1's) cgroup and mount namespaces, as Cilium's
-    /// mount-cgroup init container does with nsenter, but planned, verified
-    /// and loud.
+    /// PID 1's cgroup namespace into the target's (by default PID 1's) mount
+    /// namespace, as Cilium's mount-cgroup init container does with nsenter,
+    /// but planned, verified and loud.
     ///
     /// The path is the mount point of the CNI whose socket-LB programs, agent
     /// or mount the node has (/run/cilium/cgroupv2, /run/calico/cgroup);
@@ -185,7 +185,10 @@ pub struct RemountArgs {
     #[arg(long, env = "CGAUDIT_NESTED_NODE")]
     pub nested_node: bool,
 
-    /// The process whose cgroup and mount namespaces are the node's.
+    /// The process whose mount namespace holds the mount to repair (a CNI
+    /// agent's container, for a mount that is not shared with the node's).
+    /// The new mount is made from PID 1's cgroup namespace whatever the
+    /// target's, so it is rooted at the root.
     #[arg(long, value_name = "PID", default_value_t = 1)]
     pub target_pid: u32,
 

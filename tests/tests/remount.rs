@@ -632,3 +632,47 @@ fn unpinning_follows_no_link_put_in_place_of_the_pin_directory() {
     assert!(target.path().join("victim").exists(), "the file elsewhere is untouched");
     let _ = fs::remove_file(&dir);
 }
+
+/// Issue 31, 3: a CNI agent in a container with a private cgroup namespace
+/// and a mount namespace of its own (its cgroup2 mount not shared with the
+/// node's). `--target-pid <agent>` planned `replace` (exit 1) as a dry run,
+/// then refused with exit 2 on `--apply`: the helper took the target's
+/// cgroup namespace too, so the new mount would have been rooted at the
+/// container again. It takes PID 1's now, as Cilium's init container does
+/// with `nsenter --cgroup=/proc/1/ns/cgroup`: the dry run and `--apply`
+/// agree, and the target's mount is rooted at the root.
+#[test]
+fn a_target_in_a_private_cgroup_namespace_is_fixed_as_the_dry_run_said() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("remount-private");
+    let ctr = t.mkdir(&cilium_container());
+    let sb = Sandbox::new(&format!(
+        r#"mount -t tmpfs tmpfs /run
+mkdir -p /run/agent
+sh -c 'echo $$ > "$0/cgroup.procs" && exec unshare --cgroup --mount --propagation private sh -c "mkdir -p {CILIUM_PATH} && mount -t cgroup2 none {CILIUM_PATH} && echo \$\$ > /run/agent/pid && exec sleep infinity"' '{ctr}' &
+i=0; until [ -s /run/agent/pid ]; do i=$((i+1)); [ $i -lt 200 ]; sleep 0.05; done"#,
+        ctr = ctr.display(),
+    ));
+    let pid = fs::read_to_string(sb.path("/run/agent/pid")).unwrap().trim().to_owned();
+    // The agent's host pid: the only process in its container's cgroup.
+    let host_pid = fs::read_to_string(ctr.join("cgroup.procs")).unwrap().trim().to_owned();
+    let its_mount = format!("/proc/{host_pid}/root{CILIUM_PATH}");
+    assert_eq!(cgroup_id(Path::new(&its_mount)), cgroup_id(&ctr), "rooted at its container");
+    let node_mount = || target_mountinfo(&sb).contains(&format!(" {CILIUM_PATH} "));
+    assert!(!node_mount(), "not mounted in the node's mount namespace");
+
+    let (code, plan, run) = remount(&sb, &["--path", CILIUM_PATH, "--target-pid", &pid]);
+    assert_eq!(code, 1, "{run:?}");
+    assert_eq!(plan["plan"]["action"], "replace", "{plan:#}");
+    assert_eq!(cgroup_id(Path::new(&its_mount)), cgroup_id(&ctr), "a dry run changes nothing");
+
+    let (code, done, run) = remount(&sb, &["--path", CILIUM_PATH, "--target-pid", &pid, "--apply"]);
+    assert_eq!(code, 0, "--apply did what the dry run said: {run:?}");
+    assert_eq!(done["outcome"], "done", "{done:#}");
+    let root = cgroup2_root();
+    assert_eq!(done["after"]["top_cgroup_id"], cgroup_id(&root));
+    assert_eq!(cgroup_id(Path::new(&its_mount)), cgroup_id(&root), "its mount is rooted at the root now");
+    assert!(!node_mount(), "the node's mount namespace is untouched");
+}

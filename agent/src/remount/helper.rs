@@ -1,6 +1,7 @@
-//! The single-threaded helper that enters the target's cgroup and mount
-//! namespaces and does all of the looking and the one change there, as
-//! `nsenter --cgroup --mount` + `mount` would, but through descriptors.
+//! The single-threaded helper that enters PID 1's cgroup namespace and the
+//! target's mount namespace and does all of the looking and the one change
+//! there, as `nsenter --cgroup=/proc/1/ns/cgroup --mount` + `mount` would,
+//! but through descriptors.
 //!
 //! `setns(CLONE_NEWNS)` fails with EINVAL in a multi-threaded process, and
 //! the daemon runs tokio, so the work happens in a fresh process: this same
@@ -72,7 +73,8 @@ fn work(args: &HelperArgs, request: &Request) -> Result<(Observed, Option<Replac
     let proc_self = open_dir(&args.proc.join("self"))?;
     let proc_self_fd = open_dir(&args.proc.join("self/fd"))?;
     let pidfd = crate::os::inherited_fd(PIDFD).ok_or(Failure::Enter { pid: args.target_pid, errno: libc::EBADF })?;
-    enter(pidfd.as_fd(), &args.proc, args.target_pid)?;
+    // Only a change needs the node's cgroup namespace; looking needs none.
+    enter(pidfd.as_fd(), &args.proc, args.target_pid, matches!(request, Request::Apply { .. }))?;
     match request {
         Request::Observe { path } => Ok((mountpoint::inspect(proc_self.as_fd(), path)?.observed, None)),
         Request::Apply { path, action, expected, reference_root_id } => {
@@ -81,37 +83,42 @@ fn work(args: &HelperArgs, request: &Request) -> Result<(Observed, Option<Replac
     }
 }
 
-/// Enters the target's cgroup namespace (so a cgroup2 mount made next is
-/// rooted at its root) and mount namespace, in one `setns(pidfd)` (5.8).
-/// Before 5.8, through `/proc/<pid>/ns/*`, then checking with the pidfd
-/// that the pid still is the process the caller meant.
-fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32) -> Result<(), Failure> {
-    let both = ThreadNameSpaceType::CONTROL_GROUP | ThreadNameSpaceType::MOUNT;
-    match rustix::thread::move_into_thread_name_spaces(pidfd, both) {
-        Ok(()) => Ok(()),
-        Err(Errno::SRCH) => Err(Failure::TargetExited { pid }),
-        Err(Errno::INVAL) => enter_by_path(pidfd, proc, pid),
-        Err(e) => Err(Failure::Enter { pid, errno: e.raw_os_error() }),
-    }
-}
-
-fn enter_by_path(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32) -> Result<(), Failure> {
-    let open = |ns: &str| {
-        let p = proc.join(format!("{pid}/ns/{ns}"));
+/// Enters, for a change (`node_cgroupns`), PID 1's cgroup namespace (the
+/// node's: a cgroup2 mount made next
+/// is rooted at the root, whatever namespace the target's own processes see)
+/// and the target's mount namespace (where the mount is to be), as Cilium's
+/// init container does with `nsenter --cgroup=/proc/1/ns/cgroup
+/// --mount=...`. The target's mount namespace through its pidfd (5.8), else
+/// through `/proc/<pid>/ns/mnt`, then checking with the pidfd that the pid
+/// still is the process the caller meant.
+fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32, node_cgroupns: bool) -> Result<(), Failure> {
+    let open = |who: u32, ns: &str| {
+        let p = proc.join(format!("{who}/ns/{ns}"));
         rustix::fs::open(&p, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| Failure::Enter { pid, errno: e.raw_os_error() })
+            .map_err(|e| Failure::Enter { pid: who, errno: e.raw_os_error() })
     };
-    let (cgroup, mnt) = (open("cgroup")?, open("mnt")?);
-    if exited(pidfd) {
-        return Err(Failure::TargetExited { pid });
+    // Opened before leaving our mount namespace, whose /proc it is; an
+    // error is the one to report only once the target's was entered.
+    let node_cgroupns = node_cgroupns.then(|| open(1, "cgroup"));
+    match rustix::thread::move_into_thread_name_spaces(pidfd, ThreadNameSpaceType::MOUNT) {
+        Ok(()) => {}
+        Err(Errno::SRCH) => return Err(Failure::TargetExited { pid }),
+        Err(Errno::INVAL) => {
+            let mnt = open(pid, "mnt")?;
+            if exited(pidfd) {
+                return Err(Failure::TargetExited { pid });
+            }
+            rustix::thread::move_into_link_name_space(mnt.as_fd(), Some(rustix::thread::LinkNameSpaceType::Mount))
+                .map_err(|e| Failure::Enter { pid, errno: e.raw_os_error() })?;
+        }
+        Err(e) => return Err(Failure::Enter { pid, errno: e.raw_os_error() }),
     }
-    for (fd, t) in
-        [(cgroup, rustix::thread::LinkNameSpaceType::ControlGroup), (mnt, rustix::thread::LinkNameSpaceType::Mount)]
-    {
-        rustix::thread::move_into_link_name_space(fd.as_fd(), Some(t))
-            .map_err(|e| Failure::Enter { pid, errno: e.raw_os_error() })?;
-    }
-    Ok(())
+    let Some(node_cgroupns) = node_cgroupns else { return Ok(()) };
+    rustix::thread::move_into_link_name_space(
+        node_cgroupns?.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::ControlGroup),
+    )
+    .map_err(|e| Failure::Enter { pid: 1, errno: e.raw_os_error() })
 }
 
 /// A pidfd polls readable once its process has exited.

@@ -4,8 +4,8 @@
 //! and never fails silently:
 //!
 //! 1. open the target once, as a pidfd (`Target::open`);
-//! 2. in the single-threaded helper, enter the target's cgroup and mount
-//!    namespaces and look at the path from there, following no link
+//! 2. in the single-threaded helper, enter PID 1's cgroup namespace and the
+//!    target's mount namespace and look at the path from there, following no link
 //!    (`helper.rs`, `mountpoint.rs`); plan (`plan.rs`);
 //! 3. with `--apply`, in the helper again, under a node-wide lock: check the
 //!    path is still exactly what was planned, make the new cgroup2 mount,

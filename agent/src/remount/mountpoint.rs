@@ -1,4 +1,4 @@
-//! Inside the remount helper, after it entered the target's cgroup and
+//! Inside the remount helper, after it entered PID 1's cgroup and the target's
 //! mount namespaces: what the mount path holds, and the one change made to
 //! it. Every path is walked one component at a time with
 //! `openat2(RESOLVE_NO_SYMLINKS)` and every action works on the file
@@ -41,7 +41,7 @@ pub enum Failure {
     #[error("{} changed since it was planned (it was {was}, it is now {now}): nothing done; run again", path.display())]
     Changed { path: PathBuf, was: Box<PathState>, now: Box<PathState> },
     #[error(
-        "cgroup2 mounted from the target's namespaces would be rooted at cgroup id {would_be}, not the root (id {reference}): \
+        "cgroup2 mounted from PID 1's cgroup namespace would be rooted at cgroup id {would_be}, not the root (id {reference}): \
          nothing changed"
     )]
     WrongRoot { would_be: u64, reference: u64 },
@@ -302,8 +302,8 @@ pub fn apply(
     }
 }
 
-/// A new cgroup2 mount, not attached anywhere yet, made in the target's
-/// cgroup namespace: its root must be the reference root.
+/// A new cgroup2 mount, not attached anywhere yet, made in PID 1's cgroup
+/// namespace: its root must be the reference root.
 fn new_cgroup2(path: &Path, reference_root_id: u64) -> Result<OwnedFd, Failure> {
     let fs = rustix::mount::fsopen("cgroup2", FsOpenFlags::FSOPEN_CLOEXEC).map_err(call("fsopen cgroup2 for", path))?;
     rustix::mount::fsconfig_create(&fs).map_err(call("fsconfig(FSCONFIG_CMD_CREATE) cgroup2 for", path))?;
