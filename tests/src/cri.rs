@@ -70,7 +70,7 @@ pub struct Containerd {
 
 /// The static fixture binary the image is built from (`cargo xtask test`
 /// builds it and says where).
-fn static_fixture() -> PathBuf {
+pub fn static_fixture() -> PathBuf {
     let p = std::env::var_os("CGAUDIT_FIXTURE_STATIC").map(PathBuf::from).unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/x86_64-unknown-linux-musl/dist/fixture")
     });
@@ -79,7 +79,7 @@ fn static_fixture() -> PathBuf {
 }
 
 /// The image as a docker-archive, built once per test binary with podman.
-fn image_archive() -> &'static Path {
+pub fn image_archive() -> &'static Path {
     static ARCHIVE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, tar) = ARCHIVE.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");

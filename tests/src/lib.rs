@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod cni;
 pub mod cri;
 pub mod daemon;
+pub mod docker;
 pub mod fuse;
 pub mod guest;
 pub mod kubepods;

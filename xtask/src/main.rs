@@ -137,6 +137,8 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     // The CRI tests' runtime, and protoc for their CRI client's build.
     ("containerd", "containerd"),
     ("ctr", "containerd"),
+    // Kubernetes on Docker (cri-dockerd's layout), against a real dockerd.
+    ("dockerd", "docker.io"),
     ("protoc", "protobuf-compiler"),
     // Peak memory of the agent in memory-bound tests (GNU time).
     ("time", "time"),

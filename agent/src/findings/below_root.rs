@@ -46,6 +46,9 @@ pub(super) fn below_root(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding
         };
         let mut f =
             Finding::new(Kind::SocketLbBelowRoot, Severity::Critical, message, remediation).at_cgroup(&a.cgroup, snap);
+        if owner.is_cni() {
+            f = f.with_runtime_fix();
+        }
         f.attach_type = Some(a.attach_type);
         f.prog_id = Some(a.prog_id);
         f.prog_name = Some(name);

@@ -24,7 +24,8 @@ pub(super) fn cni_agents(snap: &Snapshot, out: &mut Vec<Finding>) {
             .map_or(p.cgroup.as_str(), |(c, _)| c.as_str());
         let mut f =
             Finding::new(Kind::CniAgentPrivateCgroupns, Severity::Warning, message, fix_for(snap, Some(p.cni.owner())))
-                .at_cgroup(cgroup, snap);
+                .at_cgroup(cgroup, snap)
+                .with_runtime_fix();
         f.processes = vec![ProcessRef { pid: p.pid, comm: p.comm.clone() }];
         f.owner = Some(p.cni.owner());
         out.push(f);
@@ -52,6 +53,33 @@ mod tests {
         let cause = f.iter().find(|f| f.kind == Kind::CniAgentPrivateCgroupns).expect("named as the cause");
         assert_eq!(cause.cgroup.as_deref(), Some(CTR), "the walk's path, not /proc's");
         assert!(cause.message.contains("PID 1's"));
+
+        assert!(!cause.remediation.contains("default-cgroupns-mode"), "containerd's path: no Docker advice");
+
+        // The same agent in a container Docker runs (cri-dockerd, systemd
+        // driver): Docker's own setting is the lasting fix, on both.
+        let docker = CTR.replace("cri-containerd-", "docker-");
+        let mut s = node();
+        let agent = cilium_agent(&mut s, SocketLb::Unknown);
+        (agent.cgroupns, agent.cgroup) = (200, docker.clone());
+        cilium_connect(&mut s, &docker, CTR_ID);
+        s.processes.insert(docker.clone(), vec![ProcessRef { pid: 7, comm: "cilium-agent".into() }]);
+        let f = evaluate(&s, &Policy::default());
+        for kind in [Kind::CniAgentPrivateCgroupns, Kind::SocketLbBelowRoot] {
+            let f = f.iter().find(|f| f.kind == kind).unwrap();
+            assert_eq!(f.runtime, Some("docker"), "{kind:?}");
+            assert!(
+                f.remediation.contains("\"default-cgroupns-mode\": \"host\"")
+                    && f.remediation.contains("--cgroupns=host"),
+                "{kind:?}: {}",
+                f.remediation
+            );
+            assert!(
+                f.remediation.contains("cgroup.autoMount") || f.remediation.contains("remount"),
+                "the CNI's fix stays: {}",
+                f.remediation
+            );
+        }
 
         // Same namespace as PID 1: not a cause.
         s.cni_processes[0].cgroupns = 100;

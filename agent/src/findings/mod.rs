@@ -280,6 +280,25 @@ pub(super) fn fix_for(snap: &Snapshot, owner: Option<Owner>) -> String {
     remount_fix(owner.and_then(Owner::cni), &snap.node)
 }
 
+/// What lasts where the CNI's agent runs under Docker (cri-dockerd): its
+/// containers get a private cgroup namespace by default on cgroup v2, so
+/// every start of the agent's container mounts cgroup2 from there again.
+pub const DOCKER_FIX: &str = "The agent's container runs under Docker, which gives containers a private cgroup namespace by \
+     default on cgroup v2: set `\"default-cgroupns-mode\": \"host\"` in /etc/docker/daemon.json and restart dockerd (or run \
+     the container with `--cgroupns=host`), so that the agent's next start mounts cgroup2 from the node's namespace.";
+
+impl Finding {
+    /// The runtime's own lasting fix, after the CNI's, where the runtime
+    /// that runs the finding's container has one.
+    fn with_runtime_fix(mut self) -> Finding {
+        if self.runtime == Some("docker") {
+            self.remediation.push(' ');
+            self.remediation.push_str(DOCKER_FIX);
+        }
+        self
+    }
+}
+
 /// A pod by name when the node says it, else by UID.
 pub(super) fn pod_named(snap: &Snapshot, uid: &str, container_id: Option<&str>) -> String {
     match snap.names.pod(uid, container_id) {

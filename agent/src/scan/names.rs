@@ -149,7 +149,11 @@ fn container(root: BorrowedFd<'_>, id: &str, runtime: Option<&'static str>) -> O
             from_annotations(&read(root, &path)?, source)
         })
     };
-    let docker = || from_docker(&read(root, &format!("var/lib/docker/containers/{id}/config.v2.json"))?);
+    let docker = || {
+        docker_roots(root)
+            .iter()
+            .find_map(|r| from_docker(&read(root, &format!("{r}/containers/{id}/config.v2.json"))?))
+    };
     match runtime {
         Some("containerd") => containerd(),
         Some("cri-o") => storage("cri-o"),
@@ -158,6 +162,32 @@ fn container(root: BorrowedFd<'_>, id: &str, runtime: Option<&'static str>) -> O
         // The cgroupfs driver names no runtime: the id is looked up in each.
         _ => containerd().or_else(|| storage("cri-o")).or_else(docker),
     }
+}
+
+/// `/etc/docker/daemon.json`, for where Docker keeps its state.
+#[derive(Deserialize)]
+struct DockerDaemon {
+    #[serde(rename = "data-root")]
+    data_root: Option<String>,
+    /// The key's name before Docker 17.05.
+    graph: Option<String>,
+}
+
+/// Docker's data roots, relative to the node's root: the default, and
+/// `data-root` from the node's `/etc/docker/daemon.json` (root's file; read
+/// in the node's root like the rest, so no path there leaves it).
+fn docker_roots(root: BorrowedFd<'_>) -> Vec<String> {
+    let mut roots = vec!["var/lib/docker".to_owned()];
+    let configured = read(root, "etc/docker/daemon.json")
+        .and_then(|json| serde_json::from_slice::<DockerDaemon>(&json).ok())
+        .and_then(|d| d.data_root.or(d.graph));
+    if let Some(dir) = configured {
+        let dir = dir.trim_matches('/').to_owned();
+        if !dir.is_empty() && !roots.contains(&dir) {
+            roots.push(dir);
+        }
+    }
+    roots
 }
 
 #[derive(Deserialize)]
@@ -432,6 +462,27 @@ mod tests {
             r#"{{"annotations":{{"io.kubernetes.cri.container-type":"container","io.kubernetes.cri.container-name":"cilium-agent",
             "io.kubernetes.cri.sandbox-name":"cilium-x7k2p","io.kubernetes.cri.sandbox-namespace":"{ns}","io.kubernetes.cri.sandbox-uid":"{uid}"}}}}"#
         )
+    }
+
+    /// cri-dockerd's labels, under the data root daemon.json names: a bare
+    /// id (the cgroupfs driver) is Docker's, with its pod and container.
+    #[test]
+    fn a_bare_id_is_found_under_dockers_configured_data_root() {
+        let (proc, root) = node_root();
+        let mut namer = Namer::new(proc.path());
+        let labels = format!(
+            r#"{{"ID":"{CID}","Config":{{"Labels":{{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.pod.name":"cilium-x7k2p",
+            "io.kubernetes.pod.uid":"{UID}","io.kubernetes.container.name":"cilium-agent","io.kubernetes.docker.type":"container"}}}}}}"#
+        );
+        put(&root, &format!("srv/docker/containers/{CID}/config.v2.json"), &labels);
+        let mut w = Wanted::default();
+        w.containers.insert(CID.into(), (Some(UID.into()), None));
+        assert_eq!(namer.lookup(&w).container(CID), None, "not under the default root");
+        put(&root, "etc/docker/daemon.json", r#"{"data-root": "/srv/docker", "default-cgroupns-mode": "private"}"#);
+        let names = namer.lookup(&w);
+        let found = names.containers.get(CID).cloned().flatten().expect("named");
+        assert_eq!((found.container.as_deref(), found.source), (Some("cilium-agent"), "docker"));
+        assert_eq!((found.pod.namespace.as_str(), found.pod.name.as_str()), ("kube-system", "cilium-x7k2p"));
     }
 
     #[test]
