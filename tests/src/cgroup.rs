@@ -264,3 +264,30 @@ impl Drop for Resident {
         let _ = self.0.wait();
     }
 }
+
+/// Issue 28, H1's attack: below a fresh test cgroup, a chain `depth` deep of
+/// 255-byte names in a pod's container (systemd layout), with a process and
+/// a socket-LB program (`cil_sock4_connect`) at its bottom. Fields drop in
+/// order: the process leaves, the program is detached, the chain and the
+/// test cgroup are removed.
+pub struct DeepPodChain {
+    _resident: Resident,
+    _attached: crate::bpf::Attached,
+    pub prog: crate::bpf::Prog,
+    _chain: Chain,
+    pub t: TestCgroup,
+}
+
+impl DeepPodChain {
+    pub fn make(tag: &str, depth: usize) -> DeepPodChain {
+        use crate::kubepods::{OTHER_CONTAINER, OTHER_POD_UID, systemd_container};
+        let t = TestCgroup::new(tag);
+        let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+        let chain = Chain::make(&ctr, &"n".repeat(255), depth);
+        let bottom = chain.bottom();
+        let prog = crate::bpf::Prog::load("cil_sock4_connect", "connect4");
+        let attached = crate::bpf::Attached::new_fd(bottom.try_clone().expect("dup"), &prog, crate::bpf::ALLOW_MULTI);
+        let resident = Resident::into(&bottom);
+        DeepPodChain { _resident: resident, _attached: attached, prog, _chain: chain, t }
+    }
+}

@@ -221,13 +221,8 @@ fn a_deep_chain_of_long_names_in_a_pod_costs_the_audit_little() {
     if !can_run(&["time"]) {
         return;
     }
-    let t = TestCgroup::new("deep-names");
-    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
-    let chain = Chain::make(&ctr, &"n".repeat(255), 4000);
-    let bottom = chain.bottom();
-    let prog = Prog::load("cil_sock4_connect", "connect4");
-    let _a = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
-    let resident = Resident::into(&bottom);
+    let node = DeepPodChain::make("deep-names", 4000);
+    let t = &node.t;
     for walk in ["bpf-iter", "syscalls"] {
         let mut c = std::process::Command::new(agent_bin());
         c.args(["audit", "--output", "json", "--walk", walk, "--cgroup-root", t.path.to_str().unwrap()]);
@@ -250,9 +245,6 @@ fn a_deep_chain_of_long_names_in_a_pod_costs_the_audit_little() {
         assert!(took < std::time::Duration::from_secs(10), "--walk {walk}: {took:?}");
         assert!(peak_kib < 64 * 1024, "--walk {walk}: peak RSS {peak_kib} KiB");
     }
-    drop(resident);
-    drop(_a);
-    drop(chain);
 }
 
 /// Issue 28, H1, the daemon: its picture kept every cgroup's path, and each

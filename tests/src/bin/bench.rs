@@ -547,6 +547,19 @@ fn spread(v: &mut [f64]) -> (f64, f64, f64) {
     (median(v), lo, hi)
 }
 
+/// The one-shot commands compared on a tree rooted at `root`: the agent
+/// with each walk, and the reference tool.
+fn one_shots<'a>(agent: &'a str, root: &'a str) -> [(&'static str, Vec<&'a str>); 3] {
+    [
+        ("agent audit", vec![agent, "audit", "--output", "json", "--cgroup-root", root]),
+        (
+            "agent audit --walk syscalls",
+            vec![agent, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", root],
+        ),
+        ("bpftool cgroup tree", vec!["bpftool", "cgroup", "tree", root]),
+    ]
+}
+
 /// The one-shot's fixed cost: a tree of one cgroup, where the walk costs
 /// nothing and what remains is loading, BTF and the process itself.
 fn fixed_cost_bench(runs: usize) {
@@ -554,15 +567,7 @@ fn fixed_cost_bench(runs: usize) {
     let t = TestCgroup::new("bench-fixed");
     let root = t.path.to_str().unwrap().to_owned();
     let agent = agent_bin();
-    let a = agent.to_str().unwrap();
-    let cmds: [(&str, Vec<&str>); 3] = [
-        ("agent audit", vec![a, "audit", "--output", "json", "--cgroup-root", &root]),
-        (
-            "agent audit --walk syscalls",
-            vec![a, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root],
-        ),
-        ("bpftool cgroup tree", vec!["bpftool", "cgroup", "tree", &root]),
-    ];
+    let cmds = one_shots(agent.to_str().unwrap(), &root);
     println!("{:<30} {:>22} {:>8}", "", "wall p50 (min-max)", "RSS MiB");
     for (label, cmd) in &cmds {
         let _ = timed(cmd);
@@ -680,24 +685,11 @@ fn deep_chain_bench(runs: usize) {
     println!(
         "== a 4,000-deep chain of 255-byte names in a pod (a process and a program at the bottom), {runs} runs =="
     );
-    let t = TestCgroup::new("bench-deep");
-    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
-    let chain = Chain::make(&ctr, &"n".repeat(255), 4000);
-    let bottom = chain.bottom();
-    let prog = Prog::load("cil_sock4_connect", "connect4");
-    let attached = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
-    let resident = Resident::into(&bottom);
-    let root = t.path.to_str().unwrap().to_owned();
+    let node = DeepPodChain::make("bench-deep", 4000);
+    let prog = &node.prog;
+    let root = node.t.path.to_str().unwrap().to_owned();
     let agent = agent_bin();
-    let a = agent.to_str().unwrap();
-    let cmds: [(&str, Vec<&str>); 3] = [
-        ("agent audit", vec![a, "audit", "--output", "json", "--cgroup-root", &root]),
-        (
-            "agent audit --walk syscalls",
-            vec![a, "audit", "--output", "json", "--walk", "syscalls", "--cgroup-root", &root],
-        ),
-        ("bpftool cgroup tree", vec!["bpftool", "cgroup", "tree", &root]),
-    ];
+    let cmds = one_shots(agent.to_str().unwrap(), &root);
     println!("{:<30} {:>22} {:>8}  found the program", "", "wall p50 (min-max)", "RSS MiB");
     for (label, cmd) in &cmds {
         let (_, _, out) = timed(cmd);
@@ -724,9 +716,6 @@ fn deep_chain_bench(runs: usize) {
             if found { "yes" } else { "no" }
         );
     }
-    drop(resident);
-    drop(attached);
-    drop(chain);
 }
 
 fn main() {
