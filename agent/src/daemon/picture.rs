@@ -53,6 +53,11 @@ pub enum Check {
     Holds { prog_id: u32, hook: AttachType },
     /// Something gone that the picture had: what the call detached.
     Removes,
+    /// A cgroup link the kernel has begun to release or detach (the
+    /// programs see its entry): its program leaves the hook whatever a
+    /// reading made meanwhile lists, since the kernel takes cgroup_mutex
+    /// only after the event is sent and a query may get it first.
+    Released { prog_id: u32, hook: AttachType },
 }
 
 impl Check {
@@ -63,6 +68,7 @@ impl Check {
             Check::None => true,
             Check::Holds { prog_id, hook } => now.iter().any(|a| a.prog_id == prog_id && a.attach_type == hook),
             Check::Removes => !removed.is_empty(),
+            Check::Released { .. } => true,
         }
     }
 }
@@ -297,7 +303,14 @@ impl Picture {
                 }
                 // What the reading must show, when the cgroup came through
                 // the caller's fd.
+                let released = match (command, known_link) {
+                    (BpfCommand::LinkReleased | BpfCommand::LinkDetach, Some(l)) if l.cgroup_id != 0 => {
+                        AttachType::from_kernel(l.attach_type).map(|hook| Check::Released { prog_id: l.prog_id, hook })
+                    }
+                    _ => None,
+                };
                 let check = match (command, prog_id, attach_type) {
+                    _ if released.is_some() => released.unwrap_or(Check::None),
                     _ if !hints.contains(&"cgroup") => Check::None,
                     (BpfCommand::ProgAttach | BpfCommand::LinkCreate, Some(prog), Some(hook)) => {
                         Check::Holds { prog_id: *prog, hook: *hook }
@@ -637,6 +650,30 @@ mod tests {
         assert!(p.snapshot().pods[0].containers.is_empty());
         assert!(p.snapshot().attachments.is_empty());
         assert_eq!(p.path(5), None);
+    }
+
+    #[test]
+    fn a_link_the_kernel_releases_leaves_its_hook_whatever_a_reading_meanwhile_lists() {
+        let mut p = picture();
+        // A link made on the pod's cgroup, then its last fd closed: the
+        // release's event arrives before the kernel has taken it off the
+        // hook, so the reading it asks for must not put it back.
+        assert!(matches!(
+            p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 90, Some(7)))),
+            Effect::Reread { .. }
+        ));
+        let released = Change::BpfCall {
+            command: BpfCommand::LinkReleased,
+            cgroup_id: None,
+            attach_type: None,
+            prog_id: None,
+            link_id: Some(7),
+            flags: 0,
+            hints: vec![],
+        };
+        let check = Check::Released { prog_id: 90, hook: t("connect4") };
+        assert_eq!(p.apply(&ev(released)), Effect::Reread { cgroup_id: 4, programs: vec![], check });
+        assert!(check.holds(&[], &[multi("connect4", 90)]), "borne out even by a reading made before the release");
     }
 
     #[test]

@@ -288,6 +288,9 @@ pub struct Worker {
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
+    /// (cgroup, program, hook) of links released or detached in this
+    /// batch (`Check::Released`): no reading of the batch lists them.
+    released: Vec<(u64, u32, AttachType)>,
 }
 
 impl Worker {
@@ -323,6 +326,7 @@ impl Worker {
             judge_cost: Duration::ZERO,
             judge_due: None,
             pending_rereads: BTreeSet::new(),
+            released: Vec::new(),
         }
     }
 
@@ -506,8 +510,13 @@ impl Worker {
                 // hook, its processes) is read once per batch with its other
                 // re-reads. A busy cgroup's attach and detach calls each cost
                 // one query then, not one per hook and its processes.
+                if let Check::Released { prog_id, hook } = check {
+                    self.released.push((cgroup_id, prog_id, hook));
+                }
                 let hook = match (check, e.change.attach_type()) {
-                    (Check::Holds { hook, .. }, _) | (Check::Removes, Some(hook)) => Some([hook]),
+                    (Check::Holds { hook, .. } | Check::Released { hook, .. }, _) | (Check::Removes, Some(hook)) => {
+                        Some([hook])
+                    }
                     _ => None,
                 };
                 let findings = self.read_hooks(cgroup_id, check, hook.as_ref().map(|h| &h[..]), false);
@@ -564,6 +573,7 @@ impl Worker {
     /// have changed.
     fn reread_pending(&mut self) -> bool {
         if self.pending_rereads.is_empty() {
+            self.released.clear();
             return false;
         }
         let started = Instant::now();
@@ -571,6 +581,7 @@ impl Worker {
         for id in std::mem::take(&mut self.pending_rereads) {
             findings |= self.reread(id, Check::None);
         }
+        self.released.clear();
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         findings
     }
@@ -595,7 +606,10 @@ impl Worker {
         let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
             .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx));
         match read {
-            Ok((attached, procs)) => {
+            Ok((mut attached, procs)) => {
+                attached.retain(|a| {
+                    !self.released.iter().any(|&(c, p, h)| c == cgroup_id && a.prog_id == p && a.attach_type == h)
+                });
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
                 // ... or known only by the kernel's 15 bytes (loaded before
