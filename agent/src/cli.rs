@@ -317,7 +317,7 @@ pub enum Events {
     /// The best of fexit, kprobe and reading that this kernel allows.
     Auto,
     /// fexit/fentry on the kernel functions that change cgroup attachments
-    /// (no cost to other syscalls; x86_64 5.5+ with BTF).
+    /// (no cost to other syscalls; x86_64 5.5+, arm64 6.4+, with BTF).
     Fexit,
     /// kprobes on the same functions (no cost to other syscalls).
     Kprobe,
@@ -326,6 +326,7 @@ pub enum Events {
     Reading,
     /// A program at every syscall's exit: names the caller of every bpf()
     /// call, and roughly doubles the cost of each syscall on the node.
+    /// x86_64 only: refused at start (exit 2) on other architectures.
     Syscalls,
     /// None: the whole tree every --interval.
     None,

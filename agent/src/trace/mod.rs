@@ -138,7 +138,10 @@ pub fn start(requested: Requested) -> Result<Started, String> {
             }
         };
         match started {
-            Ok(tracer) => return Ok(Started { source, tracer: Some(tracer), refused, notes }),
+            Ok(mut tracer) => {
+                notes.append(&mut tracer.notes);
+                return Ok(Started { source, tracer: Some(tracer), refused, notes });
+            }
             // Reading works without its tracepoints: the sweep finds new
             // cgroups too, later.
             Err(e) if source == Source::Reading => {

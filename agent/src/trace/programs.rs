@@ -102,7 +102,12 @@ pub enum TraceError {
     Attach { program: &'static str, target: String, error: String },
     #[error("eBPF map {name}: {message}")]
     Map { name: &'static str, message: String },
-    #[error("{0} is implemented for x86_64 only (its 32-bit syscall ABI decoding)")]
+    #[error(
+        "{0} decodes x86_64's syscall ABI only (syscall numbers, pt_regs members, the ia32 table); this agent \
+         runs on {arch}, where it is refused rather than read with another architecture's offsets: use fexit or \
+         kprobe (--events auto)",
+        arch = std::env::consts::ARCH
+    )]
     Architecture(&'static str),
 }
 
@@ -216,6 +221,24 @@ pub struct Tracer {
     /// kprobes keep their perf links; dropping them detaches.
     _kprobes: Vec<KProbe>,
     _loaded: Loaded,
+    /// What the start-up log should say about how the programs were set up.
+    pub notes: Vec<String>,
+}
+
+/// The kernel's symbol table (empty when unreadable: then nothing is taken
+/// from it).
+fn kallsyms() -> String {
+    std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
+}
+
+/// Whether `kallsyms` lists the text symbol `function` itself (not only a
+/// compiler's clone of it, `function.part.0`).
+fn has_symbol(kallsyms: &str, function: &str) -> bool {
+    kallsyms.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        let (_, kind, name) = (f.next(), f.next(), f.next());
+        matches!(kind, Some("t" | "T")) && name == Some(function)
+    })
 }
 
 fn map_err(name: &'static str) -> impl Fn(aya::maps::MapError) -> TraceError {
@@ -242,12 +265,35 @@ impl Tracer {
         let types = Types::parse_indexed(&data, KERNEL_NAMES).map_err(btf)?;
         let layout = events_layout(&types, source)?;
         let mut specs = Vec::new();
+        let mut notes = Vec::new();
+        let mut symbols: Option<String> = None;
         for (name, target) in programs(source) {
             for &(function, expected) in target.functions() {
-                let has = types.func_arity(function).map_err(|e| match e {
-                    BtfError::Missing(_) => TraceError::Btf(format!("this kernel has no function {function}")),
-                    e => btf(e),
-                })?;
+                let has = match types.func_arity(function) {
+                    Ok(has) => has,
+                    // A kprobe needs only the symbol. Some builds' BTF
+                    // leaves out a function the kernel has (Debian's arm64
+                    // 5.10 lacks cgroup_bpf_replace): the kernel's symbol
+                    // table says it is there, and its arguments are read
+                    // as every kernel since it came (5.7) declares them.
+                    Err(BtfError::Missing(_))
+                        if matches!(target, Target::Kprobe(_) | Target::Kretprobe(_))
+                            && has_symbol(symbols.get_or_insert_with(kallsyms), function) =>
+                    {
+                        let note = format!(
+                            "{function} is missing from this kernel's BTF but in /proc/kallsyms: probed, its \
+                             arguments read as declared since it came"
+                        );
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                        expected
+                    }
+                    Err(BtfError::Missing(_)) => {
+                        return Err(TraceError::Btf(format!("this kernel's BTF has no function {function}")));
+                    }
+                    Err(e) => return Err(btf(e)),
+                };
                 if has != expected {
                     return Err(TraceError::Arity { function, has, expected });
                 }
@@ -298,7 +344,7 @@ impl Tracer {
             ),
             _ => None,
         };
-        Ok(Tracer { events, status, pending, stale: 0, _links: links, _kprobes: kprobes, _loaded: loaded })
+        Ok(Tracer { events, status, pending, stale: 0, _links: links, _kprobes: kprobes, _loaded: loaded, notes })
     }
 
     fn status(&self, slot: u32) -> u64 {
@@ -382,5 +428,17 @@ mod tests {
         assert!(!names(Source::Fexit).contains(&"syscall_exited"), "no per-syscall program unless asked for");
         assert!(!names(Source::Kprobe).contains(&"syscall_exited"));
         assert_eq!(names(Source::Syscalls), ["syscall_exited", "cgroup_made", "cgroup_removed"]);
+    }
+
+    #[test]
+    fn a_symbol_counts_only_under_its_own_name() {
+        // Debian's arm64 5.10, as its /proc/kallsyms lists them.
+        let k = "ffffc6c3e0a3fe30 t cgroup_bpf_replace\nffffc6c3e0a41c80 t bpf_cgroup_link_release.part.0\n\
+                 ffffc6c3e0a41d34 t bpf_cgroup_link_release\nffff000000000000 d cgroup_bpf_data\n";
+        assert!(has_symbol(k, "cgroup_bpf_replace"));
+        assert!(has_symbol(k, "bpf_cgroup_link_release"));
+        assert!(!has_symbol(k, "bpf_cgroup_link_detach"), "a prefix of another name is not it");
+        assert!(!has_symbol(k, "cgroup_bpf_data"), "data is no function");
+        assert!(!has_symbol("", "cgroup_bpf_replace"));
     }
 }
