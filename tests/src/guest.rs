@@ -18,16 +18,51 @@ use crate::spawn::fixture_bin;
 /// The kernel a guest test runs on.
 #[derive(Debug, Clone)]
 pub struct Guest {
-    /// The matrix's label: `5.10`, `6.1`, `6.12`.
+    /// The matrix's label: `5.10`, `6.1`, `6.12`, or `6.1-arm64` and the like.
     pub label: String,
 }
 
 impl Guest {
     /// (major, minor) of the label, to say what a kernel is expected to do.
     pub fn version(&self) -> (u32, u32) {
-        let mut parts = self.label.split('.').map(|p| p.parse().unwrap_or(0));
+        let release = self.label.split('-').next().unwrap_or_default();
+        let mut parts = release.split('.').map(|p| p.parse().unwrap_or(0));
         (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
     }
+
+    /// Whether the kernel accepts `source` (`fexit`, `kprobe`): what the
+    /// matrix measured, which the tests hold it to. Every x86_64 kernel
+    /// takes both; arm64 gained fexit on kernel functions only in 6.4
+    /// (the BPF trampoline, commit efc9909fdce0), so 5.10 and 6.1 refuse it.
+    pub fn accepts(&self, source: &str) -> bool {
+        match source {
+            "fexit" => !cfg!(target_arch = "aarch64") || self.version() >= (6, 4),
+            // Its decoder knows x86_64's syscall ABI only.
+            "syscalls" => cfg!(target_arch = "x86_64"),
+            _ => true,
+        }
+    }
+}
+
+/// One fact of this platform for the README's "Supported platforms"
+/// table: xtask reads `cgaudit-platform: KEY=VALUE` from each guest's
+/// console (the tests run with their output shown) and writes the table.
+pub fn platform(key: &str, value: &str) {
+    println!("cgaudit-platform: {key}={value}");
+}
+
+/// `agent run --events SOURCE`, which this kernel refuses, ends at start
+/// with exit 2 and a log line that names the source and the reason.
+pub fn assert_refused(source: &str) {
+    let out = std::process::Command::new(crate::spawn::agent_bin())
+        .args(["run", "--listen", "127.0.0.1:0", "--events", source])
+        .output()
+        .expect("run the agent");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "--events {source}: {log}");
+    assert!(log.contains("cannot run here") && log.contains(source), "the refusal names the source: {log}");
+    let why = log.lines().find(|l| l.contains("cannot run here")).unwrap_or_default();
+    println!("--events {source} refused: {why}");
 }
 
 /// Panics unless this runs inside a kernel-matrix guest booted with

@@ -10,8 +10,10 @@
 pub mod bpf;
 pub mod cgroup;
 pub mod cni;
+#[cfg(feature = "cri")]
 pub mod cri;
 pub mod daemon;
+#[cfg(feature = "cri")]
 pub mod docker;
 pub mod fuse;
 pub mod guest;
@@ -31,6 +33,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use bpf::*;
 pub use cgroup::*;
 pub use cni::*;
+#[cfg(feature = "cri")]
 pub use cri::*;
 pub use daemon::*;
 pub use fuse::*;

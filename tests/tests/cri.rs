@@ -1,6 +1,7 @@
 //! The node as the kubelet builds it: pods made through containerd's CRI
 //! (runc, cgroupfs driver, a pure cgroup-v2 view), audited from the node,
 //! findings named as an SRE acts on them.
+#![cfg(feature = "cri")]
 
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 //! Cilium pod's agent in Docker's default private cgroup namespace mounts
 //! cgroup2 at /run/cilium/cgroupv2 and attaches the socket-LB programs
 //! through it; a plain pod runs beside it.
+#![cfg(feature = "cri")]
 
 use std::path::Path;
 use std::time::Duration;

@@ -230,3 +230,114 @@ fn the_readme_layout_names_only_what_exists_and_every_module_directory() {
         }
     }
 }
+
+/// `cargo xtask dist`'s release directory (`$CGAUDIT_RELEASE`, set by
+/// `cargo xtask test`).
+fn release_dir() -> PathBuf {
+    let dir = std::env::var_os("CGAUDIT_RELEASE").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join(format!("target/cgaudit-{}", env!("CARGO_PKG_VERSION")))
+    });
+    assert!(dir.join("SHA256SUMS").is_file(), "no release at {}: run `cargo xtask dist`", dir.display());
+    dir
+}
+
+/// The ELF machine a file is built for (62 x86_64, 183 aarch64).
+fn elf_machine(path: &Path) -> u16 {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..4], b"\x7fELF", "{} is not ELF", path.display());
+    u16::from_le_bytes([b[18], b[19]])
+}
+
+/// What a release holds, checked with the tools a user checks it with:
+/// a static binary per architecture, each checked by `sha256sum -c`, each
+/// with a CycloneDX SBOM of what it links for its own target.
+#[test]
+fn the_release_holds_a_static_agent_for_each_architecture_with_checksums_and_sboms() {
+    if !can_run(&["sha256sum"]) {
+        return;
+    }
+    let dir = release_dir();
+    let check = Command::new("sha256sum").arg("-c").arg("SHA256SUMS").current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "sha256sum -c: {said}{}", String::from_utf8_lossy(&check.stderr));
+    for (arch, machine) in [("amd64", 62), ("arm64", 183)] {
+        let bin = format!("agent-linux-{arch}");
+        let sbom = format!("agent-linux-{arch}.cdx.json");
+        for f in [&bin, &sbom] {
+            assert!(said.contains(&format!("{f}: OK")), "SHA256SUMS covers {f}: {said}");
+        }
+        let path = dir.join(&bin);
+        assert_eq!(elf_machine(&path), machine, "{bin}");
+        assert!(is_static_elf(&path), "{bin} has a dynamic loader");
+        let bom: Value = serde_json::from_slice(&std::fs::read(dir.join(&sbom)).unwrap()).unwrap();
+        assert_eq!(bom["bomFormat"], "CycloneDX", "{sbom}");
+        assert_eq!(bom["metadata"]["component"]["name"], "agent", "{sbom}");
+        let names: Vec<&str> =
+            bom["components"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        for dep in ["aya", "tokio", "prometheus", "clap"] {
+            assert!(names.contains(&dep), "{sbom} lists {dep}: {names:?}");
+        }
+        // Each SBOM is its target's: the musl libc crate is in both, a
+        // Windows-only crate in neither.
+        assert!(!names.iter().any(|n| n.starts_with("windows-sys")), "{sbom} lists Windows crates: {names:?}");
+    }
+    // The build machine's own binary runs.
+    let out = Command::new(dir.join("agent-linux-amd64")).arg("--version").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("agent {}", env!("CARGO_PKG_VERSION")));
+}
+
+/// The image archive `cargo xtask image` leaves, read by skopeo (the tool
+/// the README's push command uses): one index with linux/amd64 and
+/// linux/arm64, each image holding the agent built for its platform.
+#[test]
+fn the_image_archive_holds_both_platforms_each_with_its_own_agent() {
+    if !can_run(&["skopeo", "tar"]) {
+        return;
+    }
+    let archive = std::env::var_os("CGAUDIT_IMAGE_ARCHIVE").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join(format!("target/image/cgaudit-{}.oci.tar", env!("CARGO_PKG_VERSION")))
+    });
+    assert!(archive.is_file(), "no image archive at {}: run `cargo xtask image`", archive.display());
+    let source = format!("oci-archive:{}", archive.display());
+    let raw = Command::new("skopeo").args(["inspect", "--raw", &source]).output().unwrap();
+    assert!(raw.status.success(), "skopeo inspect: {}", String::from_utf8_lossy(&raw.stderr));
+    let index: Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let platforms: Vec<String> = index["manifests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not an index: {index:#}"))
+        .iter()
+        .map(|m| {
+            format!("{}/{}", m["platform"]["os"].as_str().unwrap(), m["platform"]["architecture"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(platforms, ["linux/amd64", "linux/arm64"], "{index:#}");
+    // Every platform's image, copied out as skopeo copies it to a registry,
+    // holds the agent for that platform and nothing else.
+    for (arch, machine) in [("amd64", 62), ("arm64", 183)] {
+        let out = tempfile::tempdir().unwrap();
+        let copy = Command::new("skopeo")
+            .args(["--override-os", "linux", "--override-arch", arch, "copy", &source])
+            .arg(format!("dir:{}", out.path().display()))
+            .output()
+            .unwrap();
+        assert!(copy.status.success(), "skopeo copy {arch}: {}", String::from_utf8_lossy(&copy.stderr));
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(out.path().join("manifest.json")).unwrap()).unwrap();
+        let layers = manifest["layers"].as_array().unwrap();
+        assert_eq!(layers.len(), 1, "FROM scratch and one COPY: {manifest:#}");
+        let blob = layers[0]["digest"].as_str().unwrap().trim_start_matches("sha256:");
+        let root = tempfile::tempdir().unwrap();
+        let untar =
+            Command::new("tar").arg("-xf").arg(out.path().join(blob)).arg("-C").arg(root.path()).output().unwrap();
+        assert!(untar.status.success(), "{}", String::from_utf8_lossy(&untar.stderr));
+        let agent = root.path().join("usr/local/bin/agent");
+        assert_eq!(elf_machine(&agent), machine, "linux/{arch}'s agent");
+        assert!(is_static_elf(&agent), "linux/{arch}'s agent is static");
+    }
+}

@@ -22,8 +22,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::arch::Arch;
+use crate::dist::{static_cargo, static_dir};
 use crate::kernels::Fetched;
-use crate::{Tally, run, static_cargo, static_dir, workspace_root};
+use crate::{Tally, run, workspace_root};
 
 /// The guests' boot profiles: which cgroup hierarchies init mounts, and
 /// which guest tests (the module of that name) run.
@@ -33,6 +35,10 @@ pub const PROFILES: &[&str] = &["v2", "v1"];
 const BOOT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// How long a KVM boot may take to reach init before KVM is given up.
 const KVM_PROBE: Duration = Duration::from_secs(12);
+
+/// The test crate's features in static builds: without its CRI client
+/// (tonic, k8s-cri), which only the host suite uses.
+pub const GUEST_FEATURES: &[&str] = &["--no-default-features"];
 
 /// The static binaries the initramfs holds.
 pub struct GuestBinaries {
@@ -44,11 +50,19 @@ pub struct GuestBinaries {
 
 /// Builds the init and the guest test binary (static, like the agent and
 /// the fixture `dist` already built).
-pub fn build(agent: PathBuf) -> Result<GuestBinaries> {
-    run(static_cargo("build").args(["--package", "integration-tests", "--bin", "fixture", "--bin", "guest-init"]))?;
-    let bin = static_dir();
+pub fn build(arch: Arch, agent: PathBuf) -> Result<GuestBinaries> {
+    run(static_cargo(arch, "build").args([
+        "--package",
+        "integration-tests",
+        "--bin",
+        "fixture",
+        "--bin",
+        "guest-init",
+    ]))?;
+    let bin = static_dir(arch);
     // The test binary's file name carries a hash: cargo names it.
-    let built = static_cargo("test")
+    let built = static_cargo(arch, "test")
+        .args(GUEST_FEATURES)
         .args([
             "--no-run",
             "--package",
@@ -80,14 +94,15 @@ pub fn build(agent: PathBuf) -> Result<GuestBinaries> {
     Ok(GuestBinaries { agent, fixture: bin.join("fixture"), init: bin.join("guest-init"), tests })
 }
 
-/// Writes the initramfs (newc cpio, uncompressed) holding `b`.
-pub fn initramfs(b: &GuestBinaries) -> Result<PathBuf> {
-    let root = workspace_root().join("target/guest/rootfs");
+/// Writes the initramfs (newc cpio, uncompressed) holding `b`, built for `arch`.
+pub fn initramfs(arch: Arch, b: &GuestBinaries) -> Result<PathBuf> {
+    let root = workspace_root().join(format!("target/guest/{arch}/rootfs"));
     let _ = std::fs::remove_dir_all(&root);
     for d in ["bin", "proc", "sys", "dev", "run", "tmp", "var/tmp", "etc", "root"] {
         std::fs::create_dir_all(root.join(d))?;
     }
     let copy = |from: &Path, to: &str| -> Result<()> {
+        crate::dist::check_elf(from, arch)?;
         std::fs::copy(from, root.join(to)).with_context(|| format!("copy {} into the initramfs", from.display()))?;
         Ok(())
     };
@@ -95,7 +110,7 @@ pub fn initramfs(b: &GuestBinaries) -> Result<PathBuf> {
     copy(&b.agent, "bin/agent")?;
     copy(&b.fixture, "bin/fixture")?;
     copy(&b.tests, "bin/guest-tests")?;
-    let image = workspace_root().join("target/guest/initramfs.cpio");
+    let image = workspace_root().join(format!("target/guest/{arch}/initramfs.cpio"));
     run(Command::new("sh")
         .current_dir(&root)
         .arg("-c")
@@ -129,25 +144,45 @@ pub struct Boot {
     pub to_init: Option<Duration>,
 }
 
-fn qemu(kernel: &Path, initramfs: &Path, accel: Accel, append: &str) -> Command {
-    let mut c = Command::new("qemu-system-x86_64");
-    c.args(["-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-m", "1024", "-smp", "2"])
-        .args(accel.args())
+fn qemu(arch: Arch, kernel: &Path, initramfs: &Path, accel: Accel, append: &str) -> Command {
+    let mut c = Command::new(arch.qemu().0);
+    c.args(["-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-m", "1024", "-smp", "2"]);
+    let console = match arch {
+        Arch::X86_64 => "ttyS0",
+        // The `virt` board (its PL011 UART is the console) with every CPU
+        // feature TCG has; pauth-impdef: QEMU's own pointer-authentication
+        // algorithm, much cheaper to emulate than the architected one.
+        Arch::Aarch64 => {
+            c.args(["-M", "virt", "-cpu", "max,pauth-impdef=on"]);
+            "ttyAMA0"
+        }
+    };
+    c.args(accel.args())
         .arg("-kernel")
         .arg(kernel)
         .arg("-initrd")
         .arg(initramfs)
         .arg("-append")
-        .arg(format!("console=ttyS0 panic=-1 quiet {append}"))
+        .arg(format!("console={console} panic=-1 quiet {append}"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // QEMU goes with xtask, however xtask ends (Ctrl-C, a panic, a kill):
+    // no guest is left running behind a test run.
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes one async-signal-safe call (prctl).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
     c
 }
 
 /// Boots once and reads the console until QEMU exits or `timeout` passes
 /// (then it is killed). `echo` prints each line as it comes.
 fn boot_once(
+    arch: Arch,
     kernel: &Path,
     initramfs: &Path,
     accel: Accel,
@@ -156,7 +191,8 @@ fn boot_once(
     echo: Option<&str>,
 ) -> Result<Boot> {
     let started = Instant::now();
-    let mut child = qemu(kernel, initramfs, accel, append).spawn().context("start qemu-system-x86_64")?;
+    let mut child =
+        qemu(arch, kernel, initramfs, accel, append).spawn().with_context(|| format!("start {}", arch.qemu().0))?;
     let (tx, rx) = mpsc::channel::<String>();
     let stdout = child.stdout.take().context("qemu stdout")?;
     let stderr = child.stderr.take().context("qemu stderr")?;
@@ -212,11 +248,15 @@ fn boot_once(
 
 /// Whether KVM can boot these kernels here: one boot to init's marker.
 pub fn probe_accel(kernel: &Fetched, initramfs: &Path) -> Result<Accel> {
+    if kernel.arch != Arch::native() {
+        eprintln!("xtask: {} guests on an {} machine run under emulation (TCG)", kernel.arch, Arch::native());
+        return Ok(Accel::Tcg);
+    }
     if !Path::new("/dev/kvm").exists() {
         eprintln!("xtask: no /dev/kvm: the guests run under emulation (TCG)");
         return Ok(Accel::Tcg);
     }
-    let b = boot_once(&kernel.vmlinuz, initramfs, Accel::Kvm, "cgaudit.run=probe", KVM_PROBE, None)?;
+    let b = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, Accel::Kvm, "cgaudit.run=probe", KVM_PROBE, None)?;
     if b.to_init.is_some() {
         eprintln!("xtask: KVM boots {}: the guests run on KVM", kernel.package);
         return Ok(Accel::Kvm);
@@ -232,11 +272,15 @@ pub fn probe_accel(kernel: &Fetched, initramfs: &Path) -> Result<Accel> {
 /// The outcome of one kernel's boots.
 pub struct KernelResult {
     pub label: &'static str,
+    pub arch: Arch,
     pub package: String,
     /// `[label] test name` of each failure, or of a boot that gave no result.
     pub failures: Vec<String>,
     /// (profile, boot to init, whole boot).
     pub timings: Vec<(&'static str, Option<Duration>, Duration)>,
+    /// What the tests found this platform does (`cgaudit-platform:
+    /// KEY=VALUE` lines): walk, event sources, remount path.
+    pub platform: std::collections::BTreeMap<String, String>,
 }
 
 /// Boots `kernel` once per profile, running that profile's guest tests
@@ -250,6 +294,8 @@ pub fn run_kernel(
 ) -> Result<KernelResult> {
     let mut result = KernelResult {
         label: kernel.label,
+        arch: kernel.arch,
+        platform: Default::default(),
         package: kernel.package.clone(),
         failures: Vec::new(),
         timings: Vec::new(),
@@ -264,10 +310,13 @@ pub fn run_kernel(
         }
         let prefix = format!("[{} {profile}]", kernel.label);
         eprintln!("xtask: booting {} ({profile} profile, {accel:?})", kernel.package);
-        let boot = boot_once(&kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
+        let boot = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
         let failed_before = result.failures.len();
         for line in &boot.lines {
             tally.add_line(line);
+            if let Some((key, value)) = line.strip_prefix("cgaudit-platform: ").and_then(|l| l.split_once('=')) {
+                result.platform.insert(key.to_owned(), value.trim().to_owned());
+            }
             if let Some(name) = line.strip_prefix("test ").and_then(|l| l.strip_suffix(" ... FAILED")) {
                 result.failures.push(format!("[{}] {name}", kernel.label));
             }

@@ -1,9 +1,11 @@
-//! The kernel matrix: the Debian kernels fleets run (5.10, 6.1, 6.12),
-//! fetched once into `~/.cache/cgaudit/kernels/` and booted by `guest`.
+//! The kernel matrix: the Debian kernels fleets run (5.10, 6.1, 6.12), for
+//! x86_64 and for arm64, fetched once into `~/.cache/cgaudit/kernels/` and
+//! booted by `guest`.
 //!
 //! Packages come through a private apt configuration (its own sources
 //! list, lists and cache directories under `~/.cache/cgaudit/apt/`; the
-//! machine's apt state is never touched) whose mirror is read at run time
+//! machine's apt state is never touched; arm64's is apt told
+//! `APT::Architecture=arm64`) whose mirror is read at run time
 //! from the machine's own `/etc/apt/sources.list.d/debian.sources`: no
 //! registry host is written in this repository. Only `boot/` of each
 //! package is unpacked (the kernel and its config): the guests need no
@@ -14,12 +16,14 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::arch::Arch;
 use crate::{cache_dir, output, run};
 
 /// One kernel of the matrix.
 pub struct Kernel {
-    /// What `--kernel` and the results call it (`[5.10] ...`).
+    /// What `--kernel` and the results call it (`[5.10] ...`, `[6.1-arm64] ...`).
     pub label: &'static str,
+    pub arch: Arch,
     /// The Debian suite that ships it.
     suite: &'static str,
     package: Package,
@@ -37,22 +41,50 @@ enum Package {
 }
 
 pub const MATRIX: &[Kernel] = &[
-    Kernel { label: "5.10", suite: "bullseye", package: Package::Exact("linux-image-5.10.0-32-amd64") },
+    Kernel {
+        label: "5.10",
+        arch: Arch::X86_64,
+        suite: "bullseye",
+        package: Package::Exact("linux-image-5.10.0-32-amd64"),
+    },
     Kernel {
         label: "6.1",
+        arch: Arch::X86_64,
         suite: "bookworm",
         package: Package::Newest { prefix: "linux-image-6.1.0-", suffix: "-amd64" },
     },
     Kernel {
         label: "6.12",
+        arch: Arch::X86_64,
         suite: "bookworm-backports",
         package: Package::Newest { prefix: "linux-image-6.12.", suffix: "+deb12-amd64" },
+    },
+    // The same releases for arm64 (Graviton, Ampere, Cobalt): their images
+    // are uncompressed `Image` files QEMU's `virt` machine boots directly.
+    Kernel {
+        label: "5.10-arm64",
+        arch: Arch::Aarch64,
+        suite: "bullseye",
+        package: Package::Exact("linux-image-5.10.0-32-arm64"),
+    },
+    Kernel {
+        label: "6.1-arm64",
+        arch: Arch::Aarch64,
+        suite: "bookworm",
+        package: Package::Newest { prefix: "linux-image-6.1.0-", suffix: "-arm64" },
+    },
+    Kernel {
+        label: "6.12-arm64",
+        arch: Arch::Aarch64,
+        suite: "bookworm-backports",
+        package: Package::Newest { prefix: "linux-image-6.12.", suffix: "+deb12-arm64" },
     },
 ];
 
 /// A kernel ready to boot.
 pub struct Fetched {
     pub label: &'static str,
+    pub arch: Arch,
     /// e.g. `linux-image-6.1.0-50-amd64`.
     pub package: String,
     pub vmlinuz: PathBuf,
@@ -84,15 +116,18 @@ fn kernels_dir() -> PathBuf {
 pub fn fetch(labels: &[&str]) -> Result<Vec<Fetched>> {
     let wanted: Vec<&Kernel> = MATRIX.iter().filter(|k| labels.contains(&k.label)).collect();
     let mut out = Vec::new();
-    let mut apt: Option<PrivateApt> = None;
+    let mut apts: Vec<PrivateApt> = Vec::new();
     for k in wanted {
         if let Some(f) = cached(k)? {
             out.push(f);
             continue;
         }
-        let apt = match &mut apt {
-            Some(a) => a,
-            None => apt.insert(PrivateApt::new()?),
+        let apt = match apts.iter().position(|a| a.arch == k.arch) {
+            Some(i) => &apts[i],
+            None => {
+                apts.push(PrivateApt::new(k.arch)?);
+                apts.last().expect("just pushed")
+            }
         };
         let names = apt.package_names(k)?;
         let package = k
@@ -105,7 +140,7 @@ pub fn fetch(labels: &[&str]) -> Result<Vec<Fetched>> {
         eprintln!("xtask: fetching {package} from Debian {} (once; cached in {})", k.suite, kernels_dir().display());
         let dir = kernels_dir().join(&package);
         apt.unpack_boot(&package, &dir)?;
-        out.push(ready(k.label, &package, &dir)?);
+        out.push(ready(k, &package, &dir)?);
     }
     Ok(out)
 }
@@ -129,20 +164,21 @@ fn cached(k: &Kernel) -> Result<Option<Fetched>> {
     if !dir.join("vmlinuz").is_file() {
         return Ok(None);
     }
-    ready(k.label, package, &dir).map(Some)
+    ready(k, package, &dir).map(Some)
 }
 
-fn ready(label: &'static str, package: &str, dir: &Path) -> Result<Fetched> {
+fn ready(k: &Kernel, package: &str, dir: &Path) -> Result<Fetched> {
     let vmlinuz = dir.join("vmlinuz");
     if !vmlinuz.is_file() {
         bail!("{}: no kernel image after unpacking {package}", vmlinuz.display());
     }
-    Ok(Fetched { label, package: package.to_owned(), vmlinuz })
+    Ok(Fetched { label: k.label, arch: k.arch, package: package.to_owned(), vmlinuz })
 }
 
 /// apt with its own sources list, lists and cache, for suites the machine
 /// does not list (bullseye, bookworm-backports).
 struct PrivateApt {
+    arch: Arch,
     dir: PathBuf,
     options: Vec<String>,
 }
@@ -173,20 +209,23 @@ pub fn machine_mirror(sources: &str) -> Option<(String, Option<String>)> {
 const SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
 
 impl PrivateApt {
-    fn new() -> Result<PrivateApt> {
+    fn new(arch: Arch) -> Result<PrivateApt> {
         let text = std::fs::read_to_string(SOURCES)
             .with_context(|| format!("read {SOURCES} (the Debian mirror this machine uses)"))?;
         let (uri, keyring) = machine_mirror(&text).with_context(|| format!("no Debian `deb` source in {SOURCES}"))?;
         let keyring = keyring.unwrap_or_else(|| "/usr/share/keyrings/debian-archive-keyring.gpg".to_owned());
-        let dir = cache_dir().join("apt");
+        // amd64's lists keep the directory they always had.
+        let dir = match arch {
+            Arch::X86_64 => cache_dir().join("apt"),
+            other => cache_dir().join(format!("apt-{other}")),
+        };
         for d in ["lists/partial", "cache/archives/partial"] {
             std::fs::create_dir_all(dir.join(d)).with_context(|| format!("mkdir {}", dir.join(d).display()))?;
         }
-        let list: String = MATRIX
-            .iter()
-            .map(|k| format!("deb [signed-by={keyring}] {uri} {} main\n", k.suite))
-            .collect::<Vec<_>>()
-            .join("");
+        let mut suites: Vec<&str> = MATRIX.iter().filter(|k| k.arch == arch).map(|k| k.suite).collect();
+        suites.dedup();
+        let list: String =
+            suites.iter().map(|suite| format!("deb [arch={arch} signed-by={keyring}] {uri} {suite} main\n")).collect();
         let sources = dir.join("sources.list");
         std::fs::write(&sources, list).with_context(|| format!("write {}", sources.display()))?;
         let options = vec![
@@ -198,8 +237,11 @@ impl PrivateApt {
             "Dir::State::status=/dev/null".into(),
             // Downloads land in our cache, which apt's sandbox user cannot write.
             "APT::Sandbox::User=root".into(),
+            // Another architecture's packages, as if apt ran there (lists
+            // and downloads only: nothing is installed).
+            format!("APT::Architecture={arch}"),
         ];
-        let apt = PrivateApt { dir, options };
+        let apt = PrivateApt { arch, dir, options };
         run(apt.command("apt-get").args(["update", "-qq"]))?;
         Ok(apt)
     }

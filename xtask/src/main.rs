@@ -4,11 +4,13 @@
 //! - `cargo xtask audit [ARGS]`: build the agent and run `agent audit ARGS` here.
 //! - `cargo xtask test`: lints, unit tests, the privileged real-kernel suite
 //!   on this machine's kernel, then the guest suite on each kernel of the
-//!   matrix (Debian's 5.10, 6.1 and 6.12, booted under QEMU: `kernels`,
-//!   `guest`); `--kernel LABEL` runs the suites of the kernels named.
+//!   matrix (Debian's 5.10, 6.1 and 6.12 for x86_64 and arm64, booted under
+//!   QEMU: `kernels`, `guest`); `--kernel LABEL` runs the suites of the
+//!   kernels named.
 //! - `cargo xtask build`: the release binary, `target/release/agent`.
-//! - `cargo xtask dist`: the static, stripped binary that ships.
-//! - `cargo xtask image`: the container image, built offline with podman.
+//! - `cargo xtask dist`: the static, stripped binaries that ship (x86_64,
+//!   aarch64), their SBOMs and checksums (`dist`).
+//! - `cargo xtask image`: the multi-arch image, built offline with podman.
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
 //! The agent embeds its eBPF objects, built by agent/build.rs with nightly's
@@ -19,15 +21,21 @@
 //! a tools directory (`$CGAUDIT_TOOLS`, default `~/.cache/cgaudit/tools`)
 //! shared by clones.
 
+mod arch;
+mod dist;
 mod guest;
 mod helm;
 mod kernels;
+mod platforms;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+
+use crate::arch::Arch;
+use crate::dist::{dist, image, push_image, repository};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "cgaudit project tasks")]
@@ -53,12 +61,14 @@ enum Task {
     /// Examples:
     ///   cargo xtask test                    # everything, as CI runs it
     ///   cargo xtask test --kernel 6.1       # the guest suite on 6.1 only
+    ///   cargo xtask test --kernel 6.1-arm64 # the same on arm64's 6.1
     ///   cargo xtask test --kernel host seed # this kernel, tests named *seed*
     #[command(verbatim_doc_comment)]
     Test {
         /// Run only on these kernels (repeatable): `host` (this machine's),
-        /// or a matrix label: 5.10, 6.1, 6.12. Lints and unit tests run
-        /// with `host`.
+        /// or a matrix label: 5.10, 6.1, 6.12 (x86_64), 5.10-arm64,
+        /// 6.1-arm64, 6.12-arm64 (arm64, emulated). Lints and unit tests
+        /// run with `host`.
         #[arg(long = "kernel", value_name = "LABEL")]
         kernels: Vec<String>,
         /// Extra arguments for the integration test binaries; the first one
@@ -92,12 +102,16 @@ enum Task {
         #[arg(long, default_value_t = 3, requires = "churn")]
         rounds: usize,
     },
-    /// Build the shipped binary: fully static (x86_64-unknown-linux-musl),
-    /// stripped, at target/x86_64-unknown-linux-musl/dist/agent.
+    /// Build what ships, for x86_64 and aarch64: fully static, stripped
+    /// binaries (target/<triple>/dist/agent), and target/cgaudit-VERSION/ holding
+    /// agent-linux-amd64, agent-linux-arm64, a CycloneDX SBOM of each and
+    /// SHA256SUMS.
     Dist,
-    /// Build the container image localhost/cgaudit:VERSION from the static
-    /// binary and ./Containerfile, offline, with podman; with --push, push it
-    /// to a registry as REPOSITORY:VERSION.
+    /// Build the multi-arch container image from the static binaries and
+    /// ./Containerfile, offline, with podman: the manifest list
+    /// localhost/cgaudit:VERSION (linux/amd64, linux/arm64) and the OCI
+    /// archive target/image/cgaudit-VERSION.oci.tar; with --push, push the
+    /// list and both images to a registry as REPOSITORY:VERSION.
     ///
     /// Example:
     ///   cargo xtask image --push registry.example.com/cgaudit
@@ -147,19 +161,17 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     // The kernel matrix: kernels unpacked from Debian packages, booted from
     // an initramfs.
     ("qemu-system-x86_64", "qemu-system-x86"),
+    ("qemu-system-aarch64", "qemu-system-arm"),
+    // The release's checksums, and the image archive read as the README's
+    // push command reads it.
+    ("sha256sum", "coreutils"),
+    ("skopeo", "skopeo"),
     ("cpio", "cpio"),
     ("dpkg-deb", "dpkg"),
 ];
 
-/// The static target the shipped binary is built for.
-pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
-
-fn version() -> &'static str {
+pub(crate) fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
-}
-
-fn image_tag() -> String {
-    format!("localhost/cgaudit:{}", version())
 }
 
 pub(crate) fn workspace_root() -> PathBuf {
@@ -207,7 +219,7 @@ pub(crate) fn output(cmd: &mut Command) -> Result<String> {
 
 /// Makes sure nightly has rust-src and bpf-linker is built; returns the
 /// directory to put first on PATH.
-fn ebpf_toolchain() -> Result<PathBuf> {
+pub(crate) fn ebpf_toolchain() -> Result<PathBuf> {
     let installed = output(Command::new("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]))
         .context("the eBPF build needs the nightly toolchain (rustup toolchain install nightly)")?;
     if !installed.lines().any(|l| l.starts_with("rust-src")) {
@@ -284,7 +296,7 @@ fn deploy_tools() -> Result<()> {
 }
 
 /// apt-get installs the packages of any missing test tool.
-fn setup() -> Result<()> {
+pub(crate) fn setup() -> Result<()> {
     let mut packages: Vec<&str> = TEST_TOOLS.iter().filter(|(tool, _)| !on_path(tool)).map(|(_, pkg)| *pkg).collect();
     packages.dedup();
     if packages.is_empty() {
@@ -376,97 +388,6 @@ pub(crate) fn cargo() -> Command {
     let joined = std::env::join_paths(std::iter::once(tools).chain(std::env::split_paths(&path))).unwrap_or(path);
     c.env("PATH", joined);
     c
-}
-
-/// `cargo <subcommand>` for what ships and what runs in the guests: the
-/// static `dist` build.
-pub(crate) fn static_cargo(subcommand: &str) -> Command {
-    let mut c = cargo();
-    c.args([subcommand, "--profile", "dist", "--target", STATIC_TARGET]);
-    c
-}
-
-/// Where `static_cargo` puts its binaries.
-pub(crate) fn static_dir() -> PathBuf {
-    workspace_root().join(format!("target/{STATIC_TARGET}/dist"))
-}
-
-fn dist() -> Result<PathBuf> {
-    ebpf_toolchain()?;
-    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    if !installed.lines().any(|l| l.trim() == STATIC_TARGET) {
-        eprintln!("xtask: installing the {STATIC_TARGET} target");
-        run(Command::new("rustup").args(["target", "add", STATIC_TARGET]))?;
-    }
-    run(static_cargo("build").args(["--package", "agent"]))?;
-    let bin = static_dir().join("agent");
-    let size = std::fs::metadata(&bin)?.len();
-    eprintln!("xtask: static binary {} ({:.1} MiB)", bin.display(), size as f64 / 1048576.0);
-    Ok(bin)
-}
-
-/// The test `fixture` binary, static: the CRI tests' container image is
-/// that one file.
-fn static_fixture() -> Result<PathBuf> {
-    run(static_cargo("build").args(["--package", "integration-tests", "--bin", "fixture"]))?;
-    Ok(static_dir().join("fixture"))
-}
-
-/// Runs podman; on hybrid hosts (cgroup v1 at /sys/fs/cgroup, which crun
-/// refuses) inside a private mount namespace with cgroup2 mounted there.
-fn podman(args: &[&str]) -> Command {
-    let hybrid = !std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.contains(" /sys/fs/cgroup ") && l.contains(" - cgroup2 "));
-    if !hybrid {
-        let mut c = Command::new("podman");
-        c.args(args);
-        return c;
-    }
-    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect();
-    let mut c = Command::new("unshare");
-    c.args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(format!("mount -t cgroup2 none /sys/fs/cgroup && exec podman {}", quoted.join(" ")));
-    c
-}
-
-/// `--push`'s value: a registry path, without a tag or digest (the version is the tag).
-fn repository(s: &str) -> std::result::Result<String, String> {
-    let last = s.rsplit('/').next().unwrap_or(s);
-    if s.is_empty() || s.contains('@') || last.contains(':') || s.chars().any(char::is_whitespace) {
-        return Err(format!(
-            "expected a repository such as registry.example.com/cgaudit, without a tag (the tag is the version, {})",
-            version()
-        ));
-    }
-    Ok(s.to_owned())
-}
-
-/// Pushes the local image to `repository:VERSION`.
-fn push_image(tag: &str, repository: &str) -> Result<String> {
-    let to = format!("{repository}:{}", version());
-    run(&mut podman(&["push", tag, &to]))?;
-    eprintln!(
-        "xtask: pushed {to}; install with: helm install cgaudit deploy/helm/cgaudit -n cgaudit --set image.repository={repository}"
-    );
-    Ok(to)
-}
-
-fn image() -> Result<String> {
-    if !on_path("podman") {
-        setup()?;
-    }
-    let bin = dist()?;
-    let ctx = workspace_root().join("target/image");
-    std::fs::create_dir_all(&ctx)?;
-    std::fs::copy(&bin, ctx.join("agent"))?;
-    std::fs::copy(workspace_root().join("Containerfile"), ctx.join("Containerfile"))?;
-    let tag = image_tag();
-    let ctx_s = ctx.to_str().context("utf-8 path")?;
-    run(&mut podman(&["build", "--quiet", "--tag", &tag, "--file", &format!("{ctx_s}/Containerfile"), ctx_s]))?;
-    eprintln!("xtask: image {tag}");
-    Ok(tag)
 }
 
 fn build() -> Result<()> {
@@ -595,11 +516,13 @@ fn host_traces() -> Result<Vec<String>> {
         }
     }
     // Processes the tests started and should have stopped: those whose
-    // command line names a test directory (containerd's `--config`).
+    // command line names a test directory (containerd's `--config`), and
+    // any guest of the matrix (QEMU booting our initramfs).
     for entry in std::fs::read_dir("/proc")?.flatten() {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("cgaudit-test-") && !cmdline.contains("xtask") {
+        let guest = cmdline.starts_with("qemu-system") && cmdline.contains("/target/guest/");
+        if (cmdline.contains("cgaudit-test-") || guest) && !cmdline.contains("xtask") {
             traces.push(format!("process {} {}", entry.file_name().to_string_lossy(), cmdline.trim()));
         }
     }
@@ -618,9 +541,13 @@ fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
     run(cargo().args(["build", "--package", "agent"]))?;
     let agent = workspace_root().join("target/debug/agent");
     // What ships is tested too: the static binary (over ssh) and the image.
-    let static_agent = dist()?;
+    // Both architectures' release (binaries, SBOMs, checksums), then the
+    // image made of them: the tests read both.
+    let native = Arch::native();
+    let release = dist()?;
+    let static_agent = release.iter().find(|(a, _)| *a == native).map(|(_, p)| p.clone()).context("no native build")?;
     let tag = image()?;
-    let static_fixture = static_fixture()?;
+    let static_fixture = dist::fixture(native)?;
     // One test at a time: the tests share one kernel, and some audit the
     // whole node, which another test's programs would disturb.
     run_tests(
@@ -632,6 +559,8 @@ fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
             .env("CGAUDIT_AGENT", &agent)
             .env("CGAUDIT_AGENT_STATIC", &static_agent)
             .env("CGAUDIT_IMAGE", &tag)
+            .env("CGAUDIT_IMAGE_ARCHIVE", dist::image_archive())
+            .env("CGAUDIT_RELEASE", dist::release_dir())
             .env("CGAUDIT_FIXTURE_STATIC", &static_fixture)
             .env("RUST_BACKTRACE", "1"),
         tally,
@@ -642,11 +571,19 @@ fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
 /// failures of all of them come back together.
 fn matrix_suite(labels: &[&str], filter: Option<&str>, tally: &mut Tally) -> Result<Vec<guest::KernelResult>> {
     let kernels = kernels::fetch(labels)?;
-    let binaries = guest::build(dist()?)?;
-    let initramfs = guest::initramfs(&binaries)?;
-    let first = kernels.first().context("no kernel to boot")?;
-    let accel = guest::probe_accel(first, &initramfs)?;
-    kernels.iter().map(|k| guest::run_kernel(k, &initramfs, accel, filter, tally)).collect()
+    let mut results = Vec::new();
+    // One architecture at a time: its binaries, its initramfs, its kernels.
+    for arch in arch::ALL {
+        let mine: Vec<&kernels::Fetched> = kernels.iter().filter(|k| k.arch == arch).collect();
+        let Some(first) = mine.first() else { continue };
+        let binaries = guest::build(arch, dist::agent(arch)?)?;
+        let initramfs = guest::initramfs(arch, &binaries)?;
+        let accel = guest::probe_accel(first, &initramfs)?;
+        for k in mine {
+            results.push(guest::run_kernel(k, &initramfs, accel, filter, tally)?);
+        }
+    }
+    Ok(results)
 }
 
 fn test(kernels: &[String], args: &[String]) -> Result<()> {
@@ -679,7 +616,8 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
                     format!("{p}: init after {init}, {:.0}s in all", all.as_secs_f64())
                 })
                 .collect();
-            println!("kernel {} ({}): {}", r.label, r.package, boots.join("; "));
+            let facts: Vec<String> = r.platform.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("kernel {} ({}): {}; {}", r.label, r.package, boots.join("; "), facts.join(" "));
             for f in &r.failures {
                 println!("failed: {f}");
             }
@@ -694,6 +632,10 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
     let results = guests?;
     if let Some(r) = results.iter().find(|r| !r.failures.is_empty()) {
         bail!("the guest suite failed on {} ({})", r.label, r.failures.join("; "));
+    }
+    // Every kernel, every test: what the README says each platform does.
+    if results.len() == kernels::MATRIX.len() && filter.is_none() {
+        platforms::update(&workspace_root().join("README.md"), &results)?;
     }
     if tally.passed == 0 {
         bail!("no test ran");

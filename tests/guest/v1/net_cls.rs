@@ -92,6 +92,10 @@ fn net_cls_in_use_stops_programs_below_the_real_root_only_where_the_kernel_lacks
         g.label,
         if lacks_fix { "without" } else { "with" }
     );
+    guest::platform(
+        "net_cls",
+        if x_after { "below-root programs keep applying" } else { "below-root programs stop (finding raised)" },
+    );
     assert!(y_after, "programs at the real root keep running for everyone");
     assert_eq!(x_after, !lacks_fix, "programs below the real root stop running exactly where the kernel lacks the fix");
     // The finding fires exactly when they stopped.

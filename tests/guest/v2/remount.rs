@@ -42,6 +42,7 @@ fn seed_fixed(attach: &str) {
     let report = fix.json();
     let expected = if g.version() >= (6, 5) { "beneath" } else { "detached_first" };
     assert_eq!(report["replaced"], expected, "{report:#}");
+    guest::platform("remount", expected);
     let detached = report["detach"].as_array().unwrap();
     assert_eq!(detached.iter().filter(|d| d["result"] == "done").count(), 10, "{report:#}");
     assert_eq!(std::fs::metadata(CILIUM_PATH).unwrap().ino(), 1, "now rooted at the root");

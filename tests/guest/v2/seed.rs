@@ -36,6 +36,7 @@ fn assert_default_walk(g: &Guest, report: &Value) {
         assert_eq!(walk["method"], "bpf_iter", "{walk:#}");
         assert!(walk["fallback_reason"].is_null(), "{walk:#}");
     }
+    guest::platform("walk", walk["method"].as_str().unwrap_or_default());
 }
 
 fn seed_is_found(attach: &str) {
