@@ -236,12 +236,10 @@ pub enum Change {
         /// The link created, updated or detached.
         link_id: Option<u32>,
         flags: u32,
-        /// Which fields came through the caller's file descriptors, which
-        /// another of its threads may swap while the call runs (`cgroup`,
-        /// `prog`, `link`), or `unread`: the call's arguments could not be
-        /// read at all.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        hints: Vec<&'static str>,
+        /// Which fields came through the caller's file descriptors, or
+        /// that its arguments could not be read at all (`Hints`).
+        #[serde(skip_serializing_if = "Hints::is_empty")]
+        hints: Hints,
     },
     CgroupMade {
         cgroup_id: u64,
@@ -254,6 +252,55 @@ pub enum Change {
     CgroupRemoved {
         cgroup_id: u64,
     },
+}
+
+/// What a call's event says about its own fields: which came through the
+/// caller's file descriptors, which another of its threads may swap while
+/// the call runs (`cgroup`, `prog`, `link`), or `unread`: the call's
+/// arguments could not be read at all. The bits are the eBPF programs'
+/// (`agent_common::cgroup_events::HINT_*`, `UNREAD`); `/events` shows
+/// their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hints(u32);
+
+impl Hints {
+    pub const CGROUP: Hints = Hints(agent_common::cgroup_events::HINT_CGROUP);
+    pub const PROG: Hints = Hints(agent_common::cgroup_events::HINT_PROG);
+    pub const LINK: Hints = Hints(agent_common::cgroup_events::HINT_LINK);
+    pub const UNREAD: Hints = Hints(agent_common::cgroup_events::UNREAD);
+    const NAMES: [(Hints, &'static str); 4] =
+        [(Hints::CGROUP, "cgroup"), (Hints::PROG, "prog"), (Hints::LINK, "link"), (Hints::UNREAD, "unread")];
+
+    /// The bits a record carries; unknown ones are dropped.
+    pub fn from_wire(bits: u32) -> Hints {
+        Hints(bits & Hints::NAMES.iter().fold(0, |all, (h, _)| all | h.0))
+    }
+
+    pub fn contains(self, other: Hints) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names of the bits set, as `/events` shows them.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Hints::NAMES.into_iter().filter(move |(h, _)| self.contains(*h)).map(|(_, n)| n)
+    }
+}
+
+impl std::ops::BitOr for Hints {
+    type Output = Hints;
+    fn bitor(self, other: Hints) -> Hints {
+        Hints(self.0 | other.0)
+    }
+}
+
+impl Serialize for Hints {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.names())
+    }
 }
 
 fn serialize_name<S: serde::Serializer>(name: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -400,4 +447,19 @@ pub struct Snapshot {
     /// Every cgroup, when `ScanOptions::tree_max` asked and the tree was
     /// within it (the daemon's).
     pub tree: Option<crate::cgroup::tree::Tree>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_common::cgroup_events as wire;
+
+    #[test]
+    fn hints_show_their_names_and_drop_unknown_bits() {
+        let h = Hints::from_wire(wire::HINT_CGROUP | wire::UNREAD | 1 << 20);
+        assert!(h.contains(Hints::CGROUP) && h.contains(Hints::UNREAD) && !h.contains(Hints::PROG));
+        assert_eq!(serde_json::to_value(h).unwrap(), serde_json::json!(["cgroup", "unread"]));
+        assert_eq!(Hints::from_wire(1 << 20), Hints::default());
+        assert!((Hints::PROG | Hints::LINK).contains(Hints::LINK));
+    }
 }

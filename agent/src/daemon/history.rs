@@ -180,7 +180,7 @@ mod tests {
                 prog_id: Some(prog),
                 link_id: None,
                 flags: 0,
-                hints: Vec::new(),
+                hints: crate::snapshot::Hints::default(),
             },
         )
     }

@@ -19,7 +19,7 @@ use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::tree::{Node, Place, Record, Tree};
 use crate::coverage::{self, Level};
 use crate::placement::{self, Access, Placement};
-use crate::snapshot::{Change, Event, Names, ProcessRef, Snapshot};
+use crate::snapshot::{Change, Event, Hints, Names, ProcessRef, Snapshot};
 
 /// The most of a path kept per event and per caller (a cgroup 4,000 levels
 /// down has a path of a megabyte).
@@ -256,7 +256,7 @@ impl Picture {
         match &e.change {
             Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name),
             Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
-            Change::BpfCall { hints, .. } if hints.contains(&"unread") => Effect::Unplaced,
+            Change::BpfCall { hints, .. } if hints.contains(Hints::UNREAD) => Effect::Unplaced,
             Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, hints, .. } => {
                 // A link's cgroup as the picture knows it, when the call did
                 // not name one (a defunct link, or an unreadable fd).
@@ -311,7 +311,7 @@ impl Picture {
                 };
                 let check = match (command, prog_id, attach_type) {
                     _ if released.is_some() => released.unwrap_or(Check::None),
-                    _ if !hints.contains(&"cgroup") => Check::None,
+                    _ if !hints.contains(Hints::CGROUP) => Check::None,
                     (BpfCommand::ProgAttach | BpfCommand::LinkCreate, Some(prog), Some(hook)) => {
                         Check::Holds { prog_id: *prog, hook: *hook }
                     }
@@ -601,7 +601,7 @@ mod tests {
                 prog_id: Some(9),
                 link_id: None,
                 flags: 0,
-                hints: Vec::new(),
+                hints: Hints::default(),
             })
         };
         assert_eq!(p.apply(&call(Some(4))), Effect::Unplaced);
@@ -623,7 +623,7 @@ mod tests {
             prog_id: Some(prog_id),
             link_id,
             flags: 2,
-            hints: vec!["cgroup"],
+            hints: Hints::CGROUP,
         }
     }
 
@@ -669,7 +669,7 @@ mod tests {
             prog_id: None,
             link_id: Some(7),
             flags: 0,
-            hints: vec![],
+            hints: Hints::default(),
         };
         let check = Check::Released { prog_id: 90, hook: t("connect4") };
         assert_eq!(p.apply(&ev(released)), Effect::Reread { cgroup_id: 4, programs: vec![], check });
@@ -700,7 +700,7 @@ mod tests {
             prog_id: Some(1),
             link_id: Some(9),
             flags: 0,
-            hints: vec![],
+            hints: Hints::default(),
         };
         assert_eq!(p.apply(&ev(xdp)), Effect::Nothing);
     }
@@ -768,7 +768,7 @@ mod tests {
             prog_id: None,
             link_id: Some(3),
             flags: 0,
-            hints: vec![],
+            hints: Hints::default(),
         };
         assert!(matches!(p.apply(&ev(detach)), Effect::Reread { cgroup_id: 4, .. }));
         assert_eq!(p.snapshot().cgroup_links[0].cgroup_id, 0, "defunct while something holds it");

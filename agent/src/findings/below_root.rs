@@ -102,7 +102,7 @@ mod tests {
                 prog_id,
                 link_id: None,
                 flags: 0,
-                hints: Vec::new(),
+                hints: crate::snapshot::Hints::default(),
             },
             pid,
             tid: pid,

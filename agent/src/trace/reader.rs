@@ -12,16 +12,7 @@ use nix::time::{ClockId, clock_gettime};
 
 use super::Tracer;
 use crate::bpf::{AttachType, BpfCommand, bytes};
-use crate::snapshot::{Change, Event};
-
-/// The names of a record's `hints` bits, as `/events` shows them.
-fn hint_names(hints: u32) -> Vec<&'static str> {
-    [(wire::HINT_CGROUP, "cgroup"), (wire::HINT_PROG, "prog"), (wire::HINT_LINK, "link"), (wire::UNREAD, "unread")]
-        .into_iter()
-        .filter(|(bit, _)| hints & bit != 0)
-        .map(|(_, name)| name)
-        .collect()
-}
+use crate::snapshot::{Change, Event, Hints};
 
 /// Decodes one ring-buffer record (field by field, no unsafe).
 fn decode(b: &[u8]) -> Option<Event> {
@@ -43,7 +34,7 @@ fn decode(b: &[u8]) -> Option<Event> {
             prog_id: nonzero(prog_id),
             link_id: nonzero(link_id),
             flags,
-            hints: hint_names(hints),
+            hints: Hints::from_wire(hints),
         },
         wire::EVENT_MKDIR => {
             let name = b.get(wire::EVENT_HEADER..wire::EVENT_HEADER.checked_add(name_len)?)?;
@@ -183,7 +174,7 @@ mod tests {
                 prog_id: Some(9),
                 link_id: None,
                 flags: 2,
-                hints: vec!["cgroup"],
+                hints: Hints::CGROUP,
             }
         );
         let made = decode(&record(wire::EVENT_MKDIR, 0, b"kubepods.slice")).unwrap();
