@@ -1,9 +1,10 @@
 //! Builds `agent-ebpf` for bpfel-unknown-none (nightly, -Z build-std=core,
-//! bpf-linker) and leaves its objects (`bpf-calls`, `cgroup-iter`) in
-//! OUT_DIR, where the agent embeds them: one `agent` binary is all a node
-//! needs.
+//! bpf-linker) for the agent's target architecture, once per architecture
+//! in a directory every build of the agent shares (`shared_ebpf_dir`), and
+//! leaves its objects (`cgroup-events`, `cgroup-iter`) in OUT_DIR, where
+//! the agent embeds them: one `agent` binary is all a node needs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The commit the agent is built from, for `cgaudit_build_info` and the
 /// report: `$CGAUDIT_REVISION` when set (a build from a source archive),
@@ -59,8 +60,48 @@ fn main() {
     let common = Path::new(&manifest).join("../agent-common");
     println!("cargo:rerun-if-changed={}", common.canonicalize().expect("agent-common next to agent").display());
     let root = ebpf.to_str().expect("utf-8 path");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").expect("CARGO_CFG_TARGET_ARCH");
+    let shared = shared_ebpf_dir(&out_dir, &arch);
+    std::fs::create_dir_all(&shared).unwrap_or_else(|e| panic!("mkdir {}: {e}", shared.display()));
+    // One build at a time in the shared directory, and no copy out of it
+    // while another build script's aya-build copies in.
+    let lock = std::fs::File::create(shared.join(".lock"))
+        .unwrap_or_else(|e| panic!("create {}: {e}", shared.join(".lock").display()));
+    lock.lock().unwrap_or_else(|e| panic!("lock {}: {e}", shared.join(".lock").display()));
+    // aya-build builds into (and copies the objects to) OUT_DIR: pointed at
+    // the shared directory for that call.
+    // SAFETY: a build script is one thread; nothing reads the environment
+    // concurrently.
+    unsafe { std::env::set_var("OUT_DIR", &shared) };
     let package = aya_build::Package { name: "agent-ebpf", root_dir: root, ..Default::default() };
-    if let Err(e) = aya_build::build_ebpf([package], aya_build::Toolchain::default()) {
+    let built = aya_build::build_ebpf([package], aya_build::Toolchain::default());
+    // SAFETY: as above.
+    unsafe { std::env::set_var("OUT_DIR", &out_dir) };
+    if let Err(e) = built {
         panic!("building agent-ebpf failed: {e:#}");
     }
+    for object in OBJECTS {
+        let (from, to) = (shared.join(object), out_dir.join(object));
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+    }
+}
+
+/// The eBPF objects the agent embeds (agent-ebpf's binaries).
+const OBJECTS: [&str; 2] = ["cgroup-events", "cgroup-iter"];
+
+/// Where the eBPF objects for `arch` are built: `<target dir>/ebpf/<arch>`,
+/// shared by every build of the agent for that architecture (debug,
+/// release, dist; with or without test-support; gnu or musl). Cargo runs
+/// this script once per such unit, and each would otherwise build
+/// nightly's `core` and the programs from scratch in its own OUT_DIR
+/// (about a minute each); in the shared directory the second one finds
+/// them built. The eBPF build depends only on the sources and
+/// `bpf_target_arch`. Falls back to OUT_DIR outside a cargo target dir.
+fn shared_ebpf_dir(out_dir: &Path, arch: &str) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(|target| target.join("ebpf").join(arch))
+        .unwrap_or_else(|| out_dir.join("ebpf"))
 }

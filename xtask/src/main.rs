@@ -184,7 +184,21 @@ pub(crate) fn on_path(tool: &str) -> bool {
 
 pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
+    let started = std::time::Instant::now();
     let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
+    // Where a run's time goes (builds, test binaries), for keeping the
+    // whole suite inside CI's budget.
+    let took = started.elapsed();
+    if took >= std::time::Duration::from_secs(5) {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let args: Vec<String> = cmd.get_args().take(4).map(|a| a.to_string_lossy().into_owned()).collect();
+        eprintln!(
+            "xtask: took {:.0} s: {} {}",
+            took.as_secs_f64(),
+            program.rsplit('/').next().unwrap_or(&program),
+            args.join(" ")
+        );
+    }
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
     }
@@ -363,6 +377,7 @@ impl Tally {
 fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
     use std::io::{BufRead, BufReader, Write};
     eprintln!("xtask: running {cmd:?}");
+    let started = std::time::Instant::now();
     let mut child =
         cmd.stdout(std::process::Stdio::piped()).spawn().with_context(|| format!("could not start {cmd:?}"))?;
     let stdout = child.stdout.take().context("cargo test stdout")?;
@@ -372,6 +387,11 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
         let _ = writeln!(std::io::stdout(), "{line}");
     }
     let status = child.wait()?;
+    eprintln!(
+        "xtask: took {:.0} s: the tests of {:?}",
+        started.elapsed().as_secs_f64(),
+        cmd.get_args().collect::<Vec<_>>()
+    );
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
     }
@@ -596,6 +616,7 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
     }
     let selected: Vec<&str> =
         known.iter().copied().filter(|k| kernels.is_empty() || kernels.iter().any(|s| s == k)).collect();
+    let run_started = std::time::Instant::now();
     setup()?;
     deploy_tools()?;
     ebpf_toolchain()?;
@@ -625,6 +646,7 @@ fn test(kernels: &[String], args: &[String]) -> Result<()> {
     }
     // One closing line over every test binary and kernel (cargo's last line
     // is only the last binary's).
+    eprintln!("xtask: the run took {:.0} s", run_started.elapsed().as_secs_f64());
     println!("summary: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.ignored);
     if let Some(host) = host {
         host?;
