@@ -51,7 +51,7 @@ pub struct GuestBinaries {
 /// Builds the init and the guest test binary (static, like the agent and
 /// the fixture `dist` already built).
 pub fn build(arch: Arch, agent: PathBuf) -> Result<GuestBinaries> {
-    run(static_cargo(arch, "build").args([
+    run(static_cargo(arch, "build").args(GUEST_FEATURES).args([
         "--package",
         "integration-tests",
         "--bin",
