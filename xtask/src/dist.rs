@@ -8,38 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use crate::arch::{ALL, Arch};
-use crate::{cargo, ebpf_toolchain, on_path, output, run, setup, tools_dir, version, workspace_root};
+use crate::arch::{ALL, Arch, STATIC_TEST_FEATURES, check_elf, static_cargo, static_dir, target_installed};
+use crate::toolchain::{cargo, ebpf_toolchain, setup, tools_dir};
+use crate::{on_path, output, run, version, workspace_root};
 
 /// cargo-cyclonedx, pinned: it writes the SBOM from `cargo metadata` for
 /// one target, so each architecture lists exactly what its binary links.
 const CYCLONEDX_VERSION: &str = "0.5.9";
-
-/// `cargo <subcommand>` for what ships and what runs in the guests: the
-/// static `dist` build for `arch` (aarch64 links with the toolchain's own
-/// rust-lld, set in .cargo/config.toml).
-pub fn static_cargo(arch: Arch, subcommand: &str) -> Command {
-    let mut c = cargo();
-    c.args([subcommand, "--profile", "dist", "--target", arch.triple()]);
-    c
-}
-
-/// Where `static_cargo` puts its binaries.
-pub fn static_dir(arch: Arch) -> PathBuf {
-    workspace_root().join(format!("target/{}/dist", arch.triple()))
-}
-
-/// Adds the musl target of `arch` to the toolchain, if missing.
-pub fn target_installed(arch: Arch) -> Result<()> {
-    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    if !installed.lines().any(|l| l.trim() == arch.triple()) {
-        eprintln!("xtask: installing the {} target", arch.triple());
-        run(Command::new("rustup").args(["target", "add", arch.triple()]))?;
-    }
-    Ok(())
-}
 
 /// The static agent for `arch`: target/<triple>/dist/agent.
 pub fn agent(arch: Arch) -> Result<PathBuf> {
@@ -57,27 +34,13 @@ pub fn agent(arch: Arch) -> Result<PathBuf> {
 /// that one file.
 pub fn fixture(arch: Arch) -> Result<PathBuf> {
     target_installed(arch)?;
-    run(static_cargo(arch, "build").args(crate::guest::GUEST_FEATURES).args([
+    run(static_cargo(arch, "build").args(STATIC_TEST_FEATURES).args([
         "--package",
         "integration-tests",
         "--bin",
         "fixture",
     ]))?;
     Ok(static_dir(arch).join("fixture"))
-}
-
-/// Fails unless `path` is an ELF executable for `arch`: what `file` checks,
-/// read from the header itself.
-pub fn check_elf(path: &Path, arch: Arch) -> Result<()> {
-    let head = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-    if head.len() < 20 || &head[..4] != b"\x7fELF" {
-        bail!("{} is not an ELF file", path.display());
-    }
-    let machine = u16::from_le_bytes([head[18], head[19]]);
-    if machine != arch.elf_machine() {
-        bail!("{} is built for ELF machine {machine}, not {arch} ({})", path.display(), arch.elf_machine());
-    }
-    Ok(())
 }
 
 /// The release directory, target/cgaudit-VERSION (not target/dist: cargo
@@ -242,4 +205,20 @@ pub fn image() -> Result<String> {
         version()
     );
     Ok(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repository;
+
+    #[test]
+    fn push_takes_a_repository_without_a_tag() {
+        assert_eq!(
+            repository("registry.example.com:5000/team/cgaudit").as_deref(),
+            Ok("registry.example.com:5000/team/cgaudit")
+        );
+        assert!(repository("registry.example.com/cgaudit:0.1.0").unwrap_err().contains("without a tag"));
+        assert!(repository("r/c@sha256:00").is_err());
+        assert!(repository("").is_err());
+    }
 }

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::arch::Arch;
-use crate::dist::{static_cargo, static_dir};
+use crate::arch::{Arch, STATIC_TEST_FEATURES, check_elf, static_cargo, static_dir};
 use crate::kernels::Fetched;
-use crate::{Tally, run, workspace_root};
+use crate::tally::Tally;
+use crate::{run, workspace_root};
 
 /// The guests' boot profiles: which cgroup hierarchies init mounts, and
 /// which guest tests (the module of that name) run.
@@ -35,10 +35,6 @@ pub const PROFILES: &[&str] = &["v2", "v1"];
 const BOOT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// How long a KVM boot may take to reach init before KVM is given up.
 const KVM_PROBE: Duration = Duration::from_secs(12);
-
-/// The test crate's features in static builds: without its CRI client
-/// (tonic, k8s-cri), which only the host suite uses.
-pub const GUEST_FEATURES: &[&str] = &["--no-default-features"];
 
 /// The static binaries the initramfs holds.
 pub struct GuestBinaries {
@@ -51,7 +47,7 @@ pub struct GuestBinaries {
 /// Builds the init and the guest test binary (static, like the agent and
 /// the fixture `dist` already built).
 pub fn build(arch: Arch, agent: PathBuf) -> Result<GuestBinaries> {
-    run(static_cargo(arch, "build").args(GUEST_FEATURES).args([
+    run(static_cargo(arch, "build").args(STATIC_TEST_FEATURES).args([
         "--package",
         "integration-tests",
         "--bin",
@@ -62,7 +58,7 @@ pub fn build(arch: Arch, agent: PathBuf) -> Result<GuestBinaries> {
     let bin = static_dir(arch);
     // The test binary's file name carries a hash: cargo names it.
     let built = static_cargo(arch, "test")
-        .args(GUEST_FEATURES)
+        .args(STATIC_TEST_FEATURES)
         .args([
             "--no-run",
             "--package",
@@ -102,7 +98,7 @@ pub fn initramfs(arch: Arch, b: &GuestBinaries) -> Result<PathBuf> {
         std::fs::create_dir_all(root.join(d))?;
     }
     let copy = |from: &Path, to: &str| -> Result<()> {
-        crate::dist::check_elf(from, arch)?;
+        check_elf(from, arch)?;
         std::fs::copy(from, root.join(to)).with_context(|| format!("copy {} into the initramfs", from.display()))?;
         Ok(())
     };

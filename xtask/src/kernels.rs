@@ -17,7 +17,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::arch::Arch;
-use crate::{cache_dir, output, run};
+use crate::toolchain::cache_dir;
+use crate::{output, run};
 
 /// One kernel of the matrix.
 pub struct Kernel {
