@@ -9,6 +9,7 @@ pub mod history;
 pub mod http;
 pub mod listen;
 pub mod picture;
+pub mod schedule;
 pub mod worker;
 
 use std::sync::Arc;

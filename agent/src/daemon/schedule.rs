@@ -1,0 +1,567 @@
+//! When the worker does what: every due time the daemon keeps, and the
+//! next action for a given instant.
+//!
+//! The split controller-rs makes between what to do and when to run again:
+//! the worker (`worker.rs`) does the work and tells the schedule what it
+//! did and when; the schedule answers what is due at `now`. Nothing here
+//! reads a clock or the kernel, so every timing rule is a unit test with
+//! literal instants.
+//!
+//! The rules:
+//! - A full pass at start, then every `--interval` (jittered by the
+//!   caller); one that fails is tried again after `RETRY` until one has
+//!   succeeded.
+//! - Full passes asked for by events (lost, unplaced) are at least
+//!   `FULL_PASS_MIN_GAP` apart; without the tree, also at least
+//!   `UNTRACKED_PASS_SHARE` times what the last pass took.
+//! - Judgements asked for by events are `JUDGE_SHARE` times the last
+//!   judgement's cost apart, at most `JUDGE_GAP_MAX`.
+//! - The CNI agents and PID 1's mounts are read for a judgement at most
+//!   every `NODE_STATE_EVERY`; a judgement sooner is made again then.
+//! - Under syscall tracing, the cgroup links are listed every `LINK_SWEEP`.
+//! - The reading fallback sweeps every `SWEEP_SHARE` times the last
+//!   sweep's cost, within `SWEEP_MIN..=SWEEP_MAX` and `--interval`, and
+//!   reads each new cgroup again `NEW_CGROUP_READ` after it appears, at
+//!   most `NEW_CGROUPS_QUEUED` a second (then the sweep comes sooner).
+//! - A mount path is remediated at most once per `REMEDIATION_EVERY`.
+//! - The worker comes round its loop at least every `HEARTBEAT`.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::metrics::Trigger;
+
+/// Full passes asked for by events are at least this far apart.
+const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
+/// Without the tree, full passes asked for by events are also at least
+/// this many times what the last one took apart (at most a twentieth of
+/// the worker's time).
+const UNTRACKED_PASS_SHARE: u32 = 20;
+/// Retry delay while no full pass has succeeded yet (e.g. the root is not there).
+const RETRY: Duration = Duration::from_secs(1);
+/// How often the cgroup links are listed under syscall tracing: a link
+/// whose last fd was closed ends without a bpf(2) call (the kernel-side
+/// sources see that release).
+const LINK_SWEEP: Duration = Duration::from_secs(5);
+/// The reading fallback's attachment sweep: at most a hundredth of the
+/// worker's time (its period is a hundred times what the last sweep took),
+/// between these bounds (the upper one is also capped at --interval).
+const SWEEP_MIN: Duration = Duration::from_secs(2);
+const SWEEP_MAX: Duration = Duration::from_secs(8);
+const SWEEP_SHARE: u32 = 100;
+/// The reading fallback reads a new cgroup again this long after it
+/// appears: runtimes attach their device programs right after the mkdir.
+const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
+/// New cgroups read that way per second at most; past this the next sweep,
+/// brought forward, finds them all in one pass: each read waits on the
+/// kernel's cgroup_mutex, which a pod making cgroups without pause keeps
+/// busy (a mkdir 4,000 levels down holds it for milliseconds).
+const NEW_CGROUPS_QUEUED: usize = 8;
+/// What no event reports is read again before a judgement, at most this
+/// often: the CNI agents (a CNI agent that starts or stops changes
+/// leftovers and configured-but-absent findings) and PID 1's cgroup2
+/// mounts (the cause of a misattachment). A judgement that comes sooner is
+/// made again once they are read.
+const NODE_STATE_EVERY: Duration = Duration::from_secs(2);
+/// Judgements asked for by events are spaced so that judging takes at most
+/// 1/JUDGE_SHARE of a core: judging costs the size of the tree (every pod's
+/// coverage), and a node where containers start all the time would
+/// otherwise judge on every start. The gap is JUDGE_SHARE times what the
+/// last judgement took (microseconds on a small node, so a change is judged
+/// at once), never more than JUDGE_GAP_MAX; the first change after a quiet
+/// spell is judged at once.
+const JUDGE_SHARE: u32 = 50;
+const JUDGE_GAP_MAX: Duration = Duration::from_millis(200);
+/// At most one remediation per mount path in this window.
+const REMEDIATION_EVERY: Duration = Duration::from_secs(300);
+/// The worker comes round its loop at least this often, even with nothing
+/// to do (it is its heartbeat).
+const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// What the worker does next, after the sweeps, reads and judgements due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A full pass, and why.
+    FullPass(Trigger),
+    /// Something else is due already: come round the loop again.
+    Again,
+    /// Nothing is due for this long: wait for a request or an event.
+    Wait(Duration),
+}
+
+/// The reading fallback's due times: the attachment sweep, and new
+/// cgroups to read again.
+#[derive(Debug)]
+struct Reading {
+    next_sweep: Instant,
+    /// When the last sweep ended.
+    swept: Instant,
+    /// New cgroups queued in the current second, and when it began.
+    queued: (Instant, usize),
+    period: Duration,
+    new_cgroups: VecDeque<(Instant, u64)>,
+}
+
+impl Reading {
+    fn due(&self) -> Instant {
+        self.new_cgroups.front().map_or(self.next_sweep, |(at, _)| (*at).min(self.next_sweep))
+    }
+
+    /// The next sweep at `at` if it would come later (never sooner than
+    /// the shortest period after the last).
+    fn sweep_by(&mut self, at: Instant) {
+        self.next_sweep = self.next_sweep.min(at.max(self.swept + SWEEP_MIN));
+    }
+}
+
+/// Every due time of the worker.
+#[derive(Debug)]
+pub struct Schedule {
+    interval: Duration,
+    /// The next full pass on --interval (or retry of a failed one).
+    next_interval: Instant,
+    /// A full pass asked for (and why), due at the instant given.
+    asked: Option<(Instant, Trigger)>,
+    /// When the last full pass started, and what it took.
+    last_full: Option<Instant>,
+    last_pass_took: Duration,
+    /// The last full pass kept no tree.
+    untracked: bool,
+    /// The next link sweep (syscall tracing only).
+    next_link_sweep: Option<Instant>,
+    /// The reading fallback's due times (`Source::Reading` only).
+    reading: Option<Reading>,
+    /// When the CNI agents and mounts were last read, and a judgement
+    /// waiting for the next read.
+    node_state_read: Instant,
+    node_state_due: Option<Instant>,
+    /// When the findings were last judged, what that took, and a
+    /// judgement waiting for the gap to pass.
+    judged: Instant,
+    judge_cost: Duration,
+    judge_due: Option<Instant>,
+    /// When each mount path was last remediated.
+    remediated: HashMap<String, Instant>,
+}
+
+impl Schedule {
+    /// A schedule starting at `now`, with the start-up pass due at once.
+    /// `link_sweep` for syscall tracing, `reading` for the reading fallback.
+    pub fn new(now: Instant, interval: Duration, link_sweep: bool, reading: bool) -> Schedule {
+        Schedule {
+            interval,
+            next_interval: now,
+            asked: Some((now, Trigger::Startup)),
+            last_full: None,
+            last_pass_took: Duration::ZERO,
+            untracked: false,
+            next_link_sweep: link_sweep.then_some(now + LINK_SWEEP),
+            reading: reading.then(|| Reading {
+                next_sweep: now + SWEEP_MIN,
+                swept: now,
+                queued: (now, 0),
+                period: SWEEP_MIN.min(interval),
+                new_cgroups: VecDeque::new(),
+            }),
+            node_state_read: now,
+            node_state_due: None,
+            judged: now,
+            judge_cost: Duration::ZERO,
+            judge_due: None,
+            remediated: HashMap::new(),
+        }
+    }
+
+    /// What comes after the sweeps, reads and judgements due at `now`.
+    pub fn next(&self, now: Instant) -> Next {
+        let due = [
+            self.asked.map(|(at, _)| at),
+            self.judge_due,
+            self.next_link_sweep,
+            self.reading.as_ref().map(Reading::due),
+            self.node_state_due,
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.next_interval, Instant::min);
+        if due > now {
+            return Next::Wait((due - now).min(HEARTBEAT));
+        }
+        match self.asked {
+            Some((at, trigger)) if at <= now => Next::FullPass(trigger),
+            _ if self.next_interval <= now => Next::FullPass(Trigger::Interval),
+            _ => Next::Again,
+        }
+    }
+
+    // Full passes.
+
+    /// Asks for a full pass at `now`: as soon as the gap after the last
+    /// allows. An ask due sooner already stands.
+    pub fn ask_full_pass(&mut self, now: Instant, trigger: Trigger) {
+        let gap = if self.untracked {
+            FULL_PASS_MIN_GAP.max(self.last_pass_took * UNTRACKED_PASS_SHARE)
+        } else {
+            FULL_PASS_MIN_GAP
+        };
+        let earliest = self.last_full.map_or(now, |t| t + gap);
+        if self.asked.is_none_or(|(at, _)| earliest < at) {
+            self.asked = Some((earliest, trigger));
+        }
+    }
+
+    /// A full pass starts at `now`: what was asked for is being done.
+    pub fn pass_started(&mut self, now: Instant) {
+        self.asked = None;
+        self.last_full = Some(now);
+    }
+
+    /// The full pass ended at `now`; its reading took `took`, with the tree
+    /// or not (`untracked`). The next on --interval comes `next_in` later
+    /// (the interval jittered). The node state was read with it.
+    pub fn pass_done(&mut self, now: Instant, took: Duration, untracked: bool, next_in: Duration) {
+        self.last_pass_took = took;
+        self.untracked = untracked;
+        self.node_state_read = now;
+        self.node_state_due = None;
+        self.next_interval = now + next_in;
+    }
+
+    /// The full pass failed at `now` after `took`: tried again after
+    /// `RETRY` while none has succeeded (`ready` false), else `next_in` later.
+    pub fn pass_failed(&mut self, now: Instant, took: Duration, ready: bool, next_in: Duration) {
+        self.last_pass_took = took;
+        self.next_interval = now + if ready { next_in } else { RETRY.min(self.interval) };
+    }
+
+    // Judging.
+
+    /// An event changed what the findings may say: true to judge now,
+    /// else a judgement is due once the gap after the last has passed.
+    pub fn judge_soon(&mut self, now: Instant) -> bool {
+        let at = self.judged + (self.judge_cost * JUDGE_SHARE).min(JUDGE_GAP_MAX);
+        if now >= at {
+            true
+        } else {
+            self.judge_due = Some(at);
+            false
+        }
+    }
+
+    /// Whether a judgement waits (for its gap, or for the node state).
+    pub fn judgement_waiting(&self) -> bool {
+        self.judge_due.is_some()
+    }
+
+    /// Whether a waiting judgement's moment has come.
+    pub fn judge_due(&self, now: Instant) -> bool {
+        self.node_state_due.is_some_and(|at| at <= now) || self.judge_due.is_some_and(|at| at <= now)
+    }
+
+    /// A judgement starts at `now`: true when it reads the CNI agents and
+    /// mounts again; when they were read too recently, it is made again
+    /// once they may be.
+    pub fn judging(&mut self, now: Instant) -> bool {
+        self.judge_due = None;
+        if now.saturating_duration_since(self.node_state_read) >= NODE_STATE_EVERY {
+            self.node_state_read = now;
+            self.node_state_due = None;
+            true
+        } else {
+            self.node_state_due = Some(self.node_state_read + NODE_STATE_EVERY);
+            false
+        }
+    }
+
+    /// The judgement that started at `started` ended at `ended`.
+    pub fn judged(&mut self, started: Instant, ended: Instant) {
+        self.judged = ended;
+        self.judge_cost = ended.saturating_duration_since(started);
+    }
+
+    // Sweeps and reads.
+
+    /// Under syscall tracing, true when the link sweep is due at `now`;
+    /// the next is then `LINK_SWEEP` later.
+    pub fn link_sweep_due(&mut self, now: Instant) -> bool {
+        match self.next_link_sweep {
+            Some(at) if at <= now => {
+                self.next_link_sweep = Some(now + LINK_SWEEP);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the reading fallback has a read or a sweep due at `now`.
+    pub fn read_due(&self, now: Instant) -> bool {
+        self.reading.as_ref().is_some_and(|r| r.due() <= now)
+    }
+
+    /// A cgroup `id` appeared at `now`: under the reading fallback it is
+    /// read again `NEW_CGROUP_READ` later, unless more than
+    /// `NEW_CGROUPS_QUEUED` appeared this second: then the next sweep is
+    /// brought forward to that moment to find them all in one pass.
+    pub fn new_cgroup(&mut self, now: Instant, id: u64) {
+        let Some(r) = self.reading.as_mut() else { return };
+        if now.saturating_duration_since(r.queued.0) >= NEW_CGROUP_READ {
+            r.queued = (now, 0);
+        }
+        r.queued.1 += 1;
+        let at = now + NEW_CGROUP_READ;
+        if r.queued.1 <= NEW_CGROUPS_QUEUED {
+            r.new_cgroups.push_back((at, id));
+        } else {
+            r.sweep_by(at);
+        }
+    }
+
+    /// The next new cgroup whose moment to be read has come at `now`.
+    pub fn take_new_cgroup(&mut self, now: Instant) -> Option<u64> {
+        let r = self.reading.as_mut()?;
+        if r.new_cgroups.front().is_none_or(|(at, _)| *at > now) {
+            return None;
+        }
+        r.new_cgroups.pop_front().map(|(_, id)| id)
+    }
+
+    /// Whether the reading fallback's attachment sweep is due at `now`.
+    pub fn sweep_due(&self, now: Instant) -> bool {
+        self.reading.as_ref().is_some_and(|r| r.next_sweep <= now)
+    }
+
+    /// A sweep that cost `cost` ended at `now`; the next comes a hundred
+    /// times that cost later, within its bounds. Returns the period (None
+    /// without the reading fallback).
+    pub fn swept(&mut self, now: Instant, cost: Duration) -> Option<Duration> {
+        let r = self.reading.as_mut()?;
+        r.period = cost.saturating_mul(SWEEP_SHARE).clamp(SWEEP_MIN, SWEEP_MAX.max(SWEEP_MIN)).min(self.interval);
+        r.swept = now;
+        r.next_sweep = now + r.period;
+        Some(r.period)
+    }
+
+    // Remediation.
+
+    /// Whether `path` may be remediated at `now` (true at most once per
+    /// `REMEDIATION_EVERY`); a yes counts as the remediation.
+    pub fn may_remediate(&mut self, path: &str, now: Instant) -> bool {
+        if self.remediated.get(path).is_some_and(|t| now.saturating_duration_since(*t) < REMEDIATION_EVERY) {
+            return false;
+        }
+        self.remediated.insert(path.to_string(), now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::LazyLock;
+
+    use super::*;
+
+    static T0: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+    /// The instant `ms` milliseconds after the start.
+    fn t(ms: u64) -> Instant {
+        *T0 + Duration::from_millis(ms)
+    }
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// A schedule whose start-up pass ran from 0 to 200 ms, tracked, with
+    /// the next interval pass an hour later.
+    fn after_startup(link_sweep: bool, reading: bool) -> Schedule {
+        let mut s = Schedule::new(t(0), HOUR, link_sweep, reading);
+        s.pass_started(t(0));
+        s.pass_done(t(200), ms(200), false, HOUR);
+        s
+    }
+
+    #[test]
+    fn the_start_up_pass_is_due_at_once() {
+        let s = Schedule::new(t(0), HOUR, false, false);
+        assert_eq!(s.next(t(0)), Next::FullPass(Trigger::Startup));
+    }
+
+    #[test]
+    fn after_a_pass_nothing_is_due_until_the_interval_and_the_wait_is_a_heartbeat_at_most() {
+        let s = after_startup(false, false);
+        assert_eq!(s.next(t(300)), Next::Wait(HEARTBEAT));
+        let at = t(200) + HOUR;
+        assert_eq!(s.next(at - ms(1)), Next::Wait(ms(1)));
+        assert_eq!(s.next(at), Next::FullPass(Trigger::Interval));
+    }
+
+    #[test]
+    fn full_passes_asked_for_by_events_are_five_seconds_apart() {
+        let mut s = after_startup(false, false);
+        s.ask_full_pass(t(300), Trigger::Unplaced);
+        assert_eq!(s.next(t(300)), Next::Wait(ms(4700)));
+        assert_eq!(s.next(t(4999)), Next::Wait(ms(1)));
+        assert_eq!(s.next(t(5000)), Next::FullPass(Trigger::Unplaced));
+        // Long after the last pass, an ask is due at once.
+        s.pass_started(t(5000));
+        s.pass_done(t(5100), ms(100), false, HOUR);
+        s.ask_full_pass(t(20_000), Trigger::EventsLost);
+        assert_eq!(s.next(t(20_000)), Next::FullPass(Trigger::EventsLost));
+    }
+
+    #[test]
+    fn an_ask_that_stands_keeps_its_trigger_and_its_moment() {
+        let mut s = after_startup(false, false);
+        s.ask_full_pass(t(300), Trigger::Unplaced);
+        s.ask_full_pass(t(400), Trigger::EventsLost);
+        assert_eq!(s.next(t(5000)), Next::FullPass(Trigger::Unplaced));
+        // The pass clears it.
+        s.pass_started(t(5000));
+        s.pass_done(t(5100), ms(100), false, HOUR);
+        assert_eq!(s.next(t(5100)), Next::Wait(HEARTBEAT));
+    }
+
+    #[test]
+    fn without_the_tree_event_passes_are_twenty_times_their_cost_apart() {
+        let mut s = Schedule::new(t(0), HOUR, false, false);
+        s.pass_started(t(0));
+        s.pass_done(t(1000), ms(1000), true, HOUR);
+        s.ask_full_pass(t(1000), Trigger::Unplaced);
+        assert_eq!(s.next(t(19_999)), Next::Wait(ms(1)));
+        assert_eq!(s.next(t(20_000)), Next::FullPass(Trigger::Unplaced));
+        // A cheap untracked pass still waits the five seconds.
+        s.pass_started(t(20_000));
+        s.pass_done(t(20_010), ms(10), true, HOUR);
+        s.ask_full_pass(t(20_010), Trigger::Unplaced);
+        assert_eq!(s.next(t(24_999)), Next::Wait(ms(1)));
+        assert_eq!(s.next(t(25_000)), Next::FullPass(Trigger::Unplaced));
+    }
+
+    #[test]
+    fn a_failed_pass_is_retried_after_a_second_until_one_succeeds_then_on_the_interval() {
+        let mut s = Schedule::new(t(0), HOUR, false, false);
+        s.pass_started(t(0));
+        s.pass_failed(t(100), ms(100), false, HOUR);
+        assert_eq!(s.next(t(1099)), Next::Wait(ms(1)));
+        assert_eq!(s.next(t(1100)), Next::FullPass(Trigger::Interval));
+        s.pass_started(t(1100));
+        s.pass_failed(t(1200), ms(100), true, ms(30_000));
+        assert_eq!(s.next(t(31_199)), Next::Wait(ms(1)));
+        assert_eq!(s.next(t(31_200)), Next::FullPass(Trigger::Interval));
+        // An interval shorter than the retry is kept.
+        let mut s = Schedule::new(t(0), ms(500), false, false);
+        s.pass_started(t(0));
+        s.pass_failed(t(100), ms(100), false, ms(500));
+        assert_eq!(s.next(t(600)), Next::FullPass(Trigger::Interval));
+    }
+
+    #[test]
+    fn a_judgement_waits_fifty_times_the_last_ones_cost_and_never_more_than_200_ms() {
+        let mut s = after_startup(false, false);
+        // The first change after a quiet spell is judged at once.
+        assert!(s.judge_soon(t(10_000)));
+        s.judged(t(10_000), t(10_001));
+        assert!(!s.judge_soon(t(10_010)));
+        assert!(s.judgement_waiting());
+        assert!(!s.judge_due(t(10_050)));
+        assert_eq!(s.next(t(10_010)), Next::Wait(ms(41)));
+        assert!(s.judge_due(t(10_051)));
+        assert_eq!(s.next(t(10_051)), Next::Again);
+        // A judgement that cost 10 ms is followed by one 200 ms later, not 500.
+        s.judging(t(10_051));
+        s.judged(t(10_051), t(10_061));
+        assert!(!s.judgement_waiting());
+        assert!(!s.judge_soon(t(10_100)));
+        assert!(!s.judge_due(t(10_260)));
+        assert!(s.judge_due(t(10_261)));
+    }
+
+    #[test]
+    fn the_node_state_is_read_at_most_every_two_seconds_and_a_judgement_sooner_comes_again() {
+        let mut s = after_startup(false, false);
+        // The full pass read it at 200 ms.
+        assert!(!s.judging(t(1000)));
+        assert!(!s.judge_due(t(2199)));
+        assert_eq!(s.next(t(1000)), Next::Wait(ms(1200)));
+        assert!(s.judge_due(t(2200)));
+        assert!(s.judging(t(2200)));
+        assert!(!s.judge_due(t(100_000)));
+        assert!(!s.judging(t(4199)));
+        assert!(s.judging(t(4200)));
+    }
+
+    #[test]
+    fn syscall_tracing_lists_the_links_every_five_seconds() {
+        let mut s = after_startup(true, false);
+        assert!(!s.link_sweep_due(t(4999)));
+        assert_eq!(s.next(t(4999)), Next::Wait(ms(1)));
+        assert!(s.link_sweep_due(t(5000)));
+        assert!(!s.link_sweep_due(t(5001)));
+        assert!(s.link_sweep_due(t(10_000)));
+        // Other sources never do.
+        let mut s = after_startup(false, true);
+        assert!(!s.link_sweep_due(t(100_000)));
+    }
+
+    #[test]
+    fn the_reading_sweep_comes_a_hundred_times_its_cost_later_within_two_and_eight_seconds() {
+        let mut s = after_startup(false, true);
+        assert!(!s.sweep_due(t(1999)));
+        assert!(s.sweep_due(t(2000)));
+        assert_eq!(s.swept(t(2000), ms(1)), Some(ms(2000)));
+        assert_eq!(s.swept(t(2000), ms(50)), Some(ms(5000)));
+        assert!(!s.sweep_due(t(6999)) && s.sweep_due(t(7000)));
+        assert_eq!(s.swept(t(2000), ms(1000)), Some(ms(8000)));
+        assert_eq!(s.swept(t(2000), Duration::MAX), Some(ms(8000)));
+        // Never longer than --interval.
+        let mut s = Schedule::new(t(0), ms(3000), false, true);
+        assert_eq!(s.swept(t(0), ms(1000)), Some(ms(3000)));
+        // Without the reading fallback there is no sweep.
+        assert_eq!(after_startup(false, false).swept(t(0), ms(1)), None);
+    }
+
+    #[test]
+    fn a_new_cgroup_is_read_again_a_second_later_and_the_ninth_in_a_second_brings_the_sweep_forward() {
+        let mut s = after_startup(false, true);
+        s.swept(t(0), ms(80)); // next sweep at 8 s
+        for id in 1..=9 {
+            s.new_cgroup(t(1000 + id), id);
+        }
+        assert!(!s.read_due(t(1999)));
+        assert_eq!(s.take_new_cgroup(t(2000)), None);
+        assert!(s.read_due(t(2001)));
+        let read: Vec<u64> = std::iter::from_fn(|| s.take_new_cgroup(t(2008))).collect();
+        assert_eq!(read, (1..=8).collect::<Vec<_>>());
+        // The ninth is found by the sweep, brought forward to its moment
+        // (never sooner than two seconds after the last sweep).
+        assert!(!s.sweep_due(t(2008)));
+        assert!(s.sweep_due(t(2009)));
+        // A new second counts again.
+        s.swept(t(2010), ms(80));
+        s.new_cgroup(t(2100), 10);
+        assert_eq!(s.take_new_cgroup(t(3100)), Some(10));
+    }
+
+    #[test]
+    fn the_sweep_brought_forward_is_never_sooner_than_two_seconds_after_the_last() {
+        let mut s = after_startup(false, true);
+        s.swept(t(1000), ms(80)); // next at 9 s
+        for id in 1..=9 {
+            s.new_cgroup(t(1000), id);
+        }
+        // The ninth's moment is 2 s, the last sweep ended at 1 s: 3 s.
+        assert!(!s.sweep_due(t(2999)));
+        assert!(s.sweep_due(t(3000)));
+    }
+
+    #[test]
+    fn a_mount_is_remediated_at_most_once_in_five_minutes() {
+        let mut s = after_startup(false, false);
+        assert!(s.may_remediate("/run/cilium/cgroupv2", t(0)));
+        assert!(!s.may_remediate("/run/cilium/cgroupv2", t(299_999)));
+        assert!(s.may_remediate("/run/calico/cgroup", t(1000)));
+        assert!(s.may_remediate("/run/cilium/cgroupv2", t(300_000)));
+    }
+}

@@ -1,0 +1,296 @@
+//! Reading the node between full passes: single cgroups again (the ones
+//! events asked for, new ones under the reading fallback), the cgroup links
+//! under syscall tracing, and the reading fallback's attachment sweep. Each
+//! puts what the kernel lists in the picture and says whether the findings
+//! may have changed; what it cannot place asks for a full pass.
+
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+
+use super::Worker;
+use crate::bpf::AttachType;
+use crate::bpf::programs;
+use crate::bpf::query::{Attached, Support};
+use crate::daemon::picture::Check;
+use crate::findings;
+use crate::metrics::{Trigger, Work};
+use crate::scan;
+use crate::scan::visit::{self, WalkContext};
+use crate::snapshot::Event;
+
+/// The hooks a new cgroup is read again on: the device filter runtimes
+/// (runc, crun) attach right after the mkdir.
+static NEW_CGROUP_HOOKS: std::sync::LazyLock<[AttachType; 1]> =
+    std::sync::LazyLock::new(|| [AttachType::from_name("device").expect("the device hook")]);
+/// The longest the worker reads new cgroups again before it looks at what
+/// else is due.
+const READ_BUDGET: Duration = Duration::from_millis(100);
+
+impl Worker {
+    /// Programs an event named that the picture does not know yet.
+    pub(super) fn learn_programs(&mut self, ids: &[u32]) {
+        let Some(picture) = self.picture.as_mut() else { return };
+        let mut table: std::collections::BTreeMap<u32, programs::Program> =
+            ids.iter().filter_map(|&id| programs::program_by_id(id).ok().flatten()).map(|p| (p.id, p)).collect();
+        let found: Vec<u32> = table.keys().copied().collect();
+        let skipped = programs::resolve_full_names(&mut table, found);
+        self.shared.metrics.objects_skipped("btf", skipped);
+        picture.add_programs(table.into_values());
+    }
+
+    /// Reads the cgroups events asked for in this batch; true when the
+    /// findings may have changed.
+    pub(super) fn reread_pending(&mut self) -> bool {
+        if self.pending_rereads.is_empty() {
+            self.released.clear();
+            return false;
+        }
+        let started = Instant::now();
+        let mut findings = false;
+        for id in std::mem::take(&mut self.pending_rereads) {
+            findings |= self.reread(id, Check::None);
+        }
+        self.released.clear();
+        self.shared.metrics.busy(Work::Reread, started.elapsed());
+        findings
+    }
+
+    /// Reads every hook of one cgroup again and puts what the kernel lists
+    /// in the picture; true when the findings may have changed. When the
+    /// reading does not bear out the event that asked for it (`check`), a
+    /// full pass follows: the event was about another cgroup.
+    pub(super) fn reread(&mut self, cgroup_id: u64, check: Check) -> bool {
+        self.read_hooks(cgroup_id, check, None, true)
+    }
+
+    /// Reads `only` these hooks of one cgroup again (all when `None`), and
+    /// its processes when `processes` asks and a socket-LB hook is read.
+    pub(super) fn read_hooks(
+        &mut self,
+        cgroup_id: u64,
+        check: Check,
+        only: Option<&[AttachType]>,
+        processes: bool,
+    ) -> bool {
+        let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
+        let snap = picture.last();
+        let hooks: Vec<AttachType> = AttachType::all()
+            .filter(|t| !snap.unsupported_attach_types.contains(t))
+            .filter(|t| only.is_none_or(|o| o.contains(t)))
+            .collect();
+        let ctx = WalkContext { root_id: snap.root.cgroup_id, proc: &self.config.scan.proc };
+        // By id (or name by name from the root): neither the path's length
+        // nor its bytes stand in the way.
+        let Some(names) = picture.names(cgroup_id) else { return false };
+        let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
+            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx));
+        match read {
+            Ok((mut attached, procs)) => {
+                attached.retain(|a| {
+                    !self.released.iter().any(|&(c, p, h)| c == cgroup_id && a.prog_id == p && a.attach_type == h)
+                });
+                // Programs attached by calls whose events named none (or
+                // another): what the kernel lists must have a name too.
+                // ... or known only by the kernel's 15 bytes (loaded before
+                // the full pass, attached only now).
+                let unknown: Vec<u32> = attached
+                    .iter()
+                    .map(|a| a.prog_id)
+                    .filter(|id| snap.programs.get(id).is_none_or(|p| p.name_unresolved()))
+                    .collect();
+                if !unknown.is_empty() {
+                    self.learn_programs(&unknown);
+                }
+                let Some(picture) = self.picture.as_mut() else { return false };
+                let (removed, added, findings) = picture.set_hook(
+                    cgroup_id,
+                    &hooks,
+                    &attached,
+                    // Read with the socket-LB hooks only (see read_cgroup).
+                    (processes && hooks.iter().any(|t| t.is_socket_lb())).then_some(procs),
+                );
+                let unconfirmed = !check.holds(&removed, &attached);
+                let snap = picture.last();
+                let at_root = cgroup_id == snap.root.cgroup_id;
+                for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
+                    let owner = findings::owner_of(snap, a.prog_id, Some(a.attach_type), &self.config.policy);
+                    self.shared.metrics.attachment(a.attach_type, owner, at_root, delta);
+                }
+                // The largest count per hook: raised at once; counted again
+                // over the picture only when the cgroup that held it shrank.
+                for &t in &hooks {
+                    let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count() as i64;
+                    let (old, new, max) = (n(&removed), n(&added), self.shared.metrics.hook_programs_max(t));
+                    if new > max {
+                        self.shared.metrics.set_hook_programs_max(t, new);
+                    } else if old == max && new < old {
+                        self.shared.metrics.set_hook_programs_max(t, picture.most_on(t) as i64);
+                    }
+                }
+                self.shared.metrics.incremental_update();
+                if unconfirmed {
+                    tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
+                    self.ask_full_pass(Trigger::Unplaced);
+                }
+                findings
+            }
+            // Removed meanwhile: its rmdir event follows.
+            Err(err) if err.gone => false,
+            Err(err) => {
+                tracing::debug!(cgroup_id, error = %err.error, "cannot read a cgroup again; a full pass will");
+                self.ask_full_pass(Trigger::Unplaced);
+                false
+            }
+        }
+    }
+
+    /// Lists the cgroup links and reads again the cgroups whose links
+    /// changed; true when the findings may have changed.
+    pub(super) fn sweep_links(&mut self) -> bool {
+        let Some(picture) = self.picture.as_mut() else { return false };
+        let links = match programs::cgroup_links() {
+            Ok(l) => {
+                self.shared.metrics.objects_skipped("link", l.skipped);
+                l.cgroup
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list cgroup links");
+                return false;
+            }
+        };
+        let touched = picture.reconcile_links(links);
+        let mut judge = false;
+        for id in touched {
+            judge |= self.reread(id, Check::None);
+        }
+        judge
+    }
+
+    /// The reading fallback: new cgroups whose moment has come are read
+    /// again, and when the sweep is due every attachment is compared with
+    /// the picture; what differs is read again. True when the findings may
+    /// have changed.
+    pub(super) fn read_what_is_due(&mut self, now: Instant, events: Option<&Receiver<Event>>) -> bool {
+        let mut judge = false;
+        let started = Instant::now();
+        let mut read = false;
+        // For at most READ_BUDGET at a time: a pod making cgroups without
+        // pause (each read waits on the kernel's cgroup_mutex, which its
+        // mkdirs hold) must not keep a due full pass from its turn.
+        while started.elapsed() < READ_BUDGET {
+            let Some(id) = self.schedule.take_new_cgroup(now) else { break };
+            // What runtimes attach as they make a container's cgroup: one
+            // query (each waits on cgroup_mutex), not one per hook; the
+            // sweep reads the rest.
+            judge |= self.read_hooks(id, Check::None, Some(&NEW_CGROUP_HOOKS[..]), true);
+            read = true;
+        }
+        if read {
+            self.shared.metrics.busy(Work::Reread, started.elapsed());
+        }
+        if self.schedule.sweep_due(now) {
+            judge |= self.sweep_attachments(events);
+        }
+        judge
+    }
+
+    /// Applies the events waiting now (not those that keep coming: a pod
+    /// making cgroups without pause must not hold the worker here); true
+    /// when the findings may have changed.
+    fn apply_waiting(&mut self, events: Option<&Receiver<Event>>) -> bool {
+        let Some(rx) = events else { return false };
+        let mut judge = false;
+        for _ in 0..rx.len() {
+            match rx.try_recv() {
+                Ok(e) => judge |= self.on_event(e),
+                Err(_) => break,
+            }
+        }
+        judge
+    }
+
+    /// One attachment sweep: the cgroups whose own programs differ from
+    /// the picture's are read again; a tree that differs (cgroups the
+    /// picture does not know, or lacks) asks for a full pass, when two
+    /// sweeps in a row over a settled tree say so.
+    fn sweep_attachments(&mut self, events: Option<&Receiver<Event>>) -> bool {
+        let started = Instant::now();
+        let (Some(picture), Some(root)) = (self.picture.as_ref(), self.root.as_ref()) else {
+            self.schedule.swept(Instant::now(), Duration::ZERO);
+            return false;
+        };
+        let tree_changes = picture.tree_changes();
+        let snap = picture.last();
+        let support = Support {
+            supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
+            unsupported: Vec::new(),
+        };
+        let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
+        let swept = scan::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
+        let mut judge = false;
+        let mut drained = Duration::ZERO;
+        match swept {
+            Ok(sweep) => {
+                self.shared.metrics.attachment_sweep();
+                if !picture.tracked() {
+                    // Nothing to read again by path: any change is a full pass.
+                    let links_differ =
+                        programs::cgroup_links().is_ok_and(|l| l.cgroup.len() != picture.last().cgroup_links.len());
+                    if sweep.cgroups != picture.cgroups()
+                        || links_differ
+                        || !picture.differing(&sweep.attached).is_empty()
+                    {
+                        self.ask_full_pass(Trigger::Unplaced);
+                    }
+                    if let Some(period) = self.schedule.swept(Instant::now(), started.elapsed()) {
+                        self.shared.metrics.set_sweep_period(period);
+                    }
+                    self.shared.metrics.busy(Work::Sweep, started.elapsed());
+                    return false;
+                }
+                // cgroups made or removed while the sweep ran: their events
+                // are applied first (their time is the events', not the
+                // sweep's), and a count that moved meanwhile proves
+                // nothing: under container churn nearly every sweep would
+                // ask for a full pass otherwise. An event still on its way
+                // can make one count differ; a tree that really differs
+                // does so on the next sweep too.
+                let applying = Instant::now();
+                judge |= self.apply_waiting(events);
+                drained = applying.elapsed();
+                let Some(picture) = self.picture.as_ref() else { return judge };
+                let mut differ = picture.differing(&sweep.attached);
+                if picture.tree_changes() == tree_changes {
+                    let differs = sweep.cgroups != picture.cgroups();
+                    if differs {
+                        tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
+                    }
+                    if differs && self.tree_differed {
+                        self.ask_full_pass(Trigger::Unplaced);
+                    }
+                    self.tree_differed = differs;
+                }
+                // Links are named on their attachments: what the kernel
+                // lists now, and the cgroups whose links changed.
+                if let (Ok(links), Some(picture)) = (programs::cgroup_links(), self.picture.as_mut()) {
+                    self.shared.metrics.objects_skipped("link", links.skipped);
+                    differ.extend(picture.reconcile_links(links.cgroup));
+                }
+                differ.sort_unstable();
+                differ.dedup();
+                for id in differ {
+                    judge |= self.reread(id, Check::None);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "the attachment sweep failed; the full pass on --interval remains"),
+        }
+        let cost = started.elapsed().saturating_sub(drained);
+        if let Some(period) = self.schedule.swept(Instant::now(), cost) {
+            self.shared.metrics.set_sweep_period(period);
+        }
+        self.shared.metrics.busy(Work::Sweep, cost);
+        judge
+    }
+}
