@@ -27,7 +27,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use crossbeam_channel::{Receiver, select_biased};
-use rand::Rng;
 
 use super::history::{History, Recorded};
 use super::picture::{Check, Effect, Picture, SHOWN_MAX};
@@ -132,10 +131,20 @@ fn unix_now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-/// `interval` +-10%.
+/// `interval` +-10%, so that the nodes of a fleet do not pass in step.
+///
+/// The spread need not be unpredictable, only differ between nodes and
+/// passes: std's hash keys give it, read with GRND_INSECURE, which never
+/// waits for the kernel's entropy pool. A cryptographic generator waits for
+/// the pool on its first use; at boot, on a machine without a hardware RNG
+/// (no RDRAND, no virtio-rng), the kernel then makes the entropy by timing
+/// its own CPU: a second of system time in the worker, measured in the
+/// matrix's x86_64 guests, once per boot, for a jitter.
 fn jittered(interval: Duration) -> Duration {
+    use std::hash::{BuildHasher, RandomState};
+    let permille = 900 + RandomState::new().hash_one(0u8) % 200;
     let ms = interval.as_millis().min(u64::MAX as u128) as u64;
-    Duration::from_millis(ms.saturating_mul(rand::rng().random_range(900..1100)) / 1000)
+    Duration::from_millis(ms.saturating_mul(permille) / 1000)
 }
 
 pub struct Worker {
@@ -403,5 +412,11 @@ mod tests {
         }
         let huge = jittered(Duration::MAX);
         assert!(huge > Duration::from_secs(1 << 40));
+    }
+
+    #[test]
+    fn the_jitter_differs_from_pass_to_pass() {
+        let seen: std::collections::BTreeSet<Duration> = (0..50).map(|_| jittered(Duration::from_secs(30))).collect();
+        assert!(seen.len() > 10, "{seen:?}");
     }
 }
