@@ -1,0 +1,80 @@
+//! The fixtures' attach commands: legacy attachments, links, in-place
+//! updates and pins, as CNIs and runtimes make them. Built for the tests
+//! only (`test-support`): the agent itself never attaches to a cgroup.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use aya_obj::generated::bpf_cmd;
+
+use super::{Result, sys_bpf, sys_bpf_fd, zeroed_attr};
+
+/// `BPF_PROG_ATTACH` of a program to a cgroup (legacy attachment: it outlives
+/// the process and must be detached explicitly).
+pub fn prog_attach(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32, flags: u32) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_bpf_fd = prog.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_type = attach_type;
+    attr.__bindgen_anon_5.attach_flags = flags;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_PROG_ATTACH` with `BPF_F_REPLACE` (5.6): `prog` takes the place of
+/// `old` on a hook attached with `BPF_F_ALLOW_MULTI`, in one call.
+pub fn prog_attach_replace(
+    cgroup: BorrowedFd<'_>,
+    prog: BorrowedFd<'_>,
+    old: BorrowedFd<'_>,
+    attach_type: u32,
+) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_5.__bindgen_anon_1.target_fd = cgroup.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_bpf_fd = prog.as_raw_fd() as u32;
+    attr.__bindgen_anon_5.attach_type = attach_type;
+    attr.__bindgen_anon_5.attach_flags = aya_obj::generated::BPF_F_ALLOW_MULTI | aya_obj::generated::BPF_F_REPLACE;
+    attr.__bindgen_anon_5.replace_bpf_fd = old.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_PROG_ATTACH", bpf_cmd::BPF_PROG_ATTACH, &mut attr) }.map(drop)
+}
+
+/// `BPF_LINK_UPDATE` (5.7): the link runs `new_prog` from now on, as a CNI
+/// upgrading in place does.
+pub fn link_update(link: BorrowedFd<'_>, new_prog: BorrowedFd<'_>) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.link_update.link_fd = link.as_raw_fd() as u32;
+    attr.link_update.__bindgen_anon_1.new_prog_fd = new_prog.as_raw_fd() as u32;
+    // SAFETY: no pointers in this command.
+    unsafe { sys_bpf("BPF_LINK_UPDATE", bpf_cmd::BPF_LINK_UPDATE, &mut attr) }.map(drop)
+}
+
+/// `BPF_LINK_DETACH` of link fd 0 (a zeroed attr), whatever it is: what a
+/// hostile process calls in a loop to make noise. It fails (EPERM, EINVAL
+/// or EBADF); tests use it to show that failing calls cost the daemon
+/// nothing.
+pub fn link_detach_raw_zeroed() {
+    let mut attr = zeroed_attr();
+    // SAFETY: no pointers in this command.
+    let _ = unsafe { sys_bpf("BPF_LINK_DETACH", bpf_cmd::BPF_LINK_DETACH, &mut attr) };
+}
+
+/// `BPF_LINK_CREATE` of a cgroup link (5.7). The link lives as long as its fd
+/// or a pin does.
+pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+    attr.link_create.__bindgen_anon_2.target_fd = cgroup.as_raw_fd() as u32;
+    attr.link_create.attach_type = attach_type;
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
+}
+
+/// `BPF_OBJ_PIN` of a program, map or link fd at a bpffs path.
+pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
+    let mut attr = zeroed_attr();
+    attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
+    attr.__bindgen_anon_4.bpf_fd = fd.as_raw_fd() as u32;
+    // SAFETY: pathname is a NUL-terminated string that outlives the call.
+    unsafe { sys_bpf("BPF_OBJ_PIN", bpf_cmd::BPF_OBJ_PIN, &mut attr) }.map(drop)
+}
