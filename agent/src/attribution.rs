@@ -10,6 +10,8 @@
 
 use serde::Serialize;
 
+use crate::text::shown;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Attribution {
     pub pod_uid: Option<String>,
@@ -113,10 +115,52 @@ fn kube_level(seg: &str) -> KubeLevel {
     }
 }
 
+/// Where a cgroup sits for Kubernetes (the rules of this module, one
+/// level at a time: the same answer for any depth at the cost of one name).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Place {
+    /// No `kubepods` level at or above it (below the audit root).
+    #[default]
+    Outside,
+    /// At or below `kubepods` (`kubepods.slice`) and its QoS levels, above
+    /// any pod.
+    Kubepods,
+    /// Below `kubepods` on a path kubelet does not make.
+    Elsewhere,
+    /// A pod's own cgroup.
+    Pod { uid: Box<str> },
+    /// Below the pod whose cgroup this is.
+    InPod { pod: u64 },
+}
+
+impl Place {
+    /// The place of a child named `name` of a cgroup (id `parent`) at
+    /// `self`. The name is matched as it is shown, as `attribution` reads a
+    /// shown path.
+    pub fn below(&self, parent: u64, name: &[u8]) -> Place {
+        match self {
+            Place::Outside => {
+                if matches!(name, b"kubepods" | b"kubepods.slice") {
+                    Place::Kubepods
+                } else {
+                    Place::Outside
+                }
+            }
+            Place::Kubepods => kubepods_level(&shown(name)),
+            Place::Elsewhere => Place::Elsewhere,
+            Place::Pod { .. } => Place::InPod { pod: parent },
+            Place::InPod { pod } => Place::InPod { pod: *pod },
+        }
+    }
+
+    pub fn is_pod(&self) -> bool {
+        matches!(self, Place::Pod { .. })
+    }
+}
+
 /// The place of a cgroup named `seg` whose parent is `kubepods` or one of
 /// its QoS levels (`cgroup::tree`, one level at a time).
-pub fn kubepods_level(seg: &str) -> crate::cgroup::tree::Place {
-    use crate::cgroup::tree::Place;
+pub fn kubepods_level(seg: &str) -> Place {
     match kube_level(seg) {
         KubeLevel::Pod(uid, _) => Place::Pod { uid: uid.into() },
         KubeLevel::Slice(_) | KubeLevel::Qos(_) => Place::Kubepods,

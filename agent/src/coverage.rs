@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::bpf::{AttachFlags, AttachType};
+use crate::snapshot::{Effective, Shared};
 
 /// The socket-LB hooks that translate a pod's Service traffic: TCP
 /// connects, UDP sends and receives, and the peer address a socket reports.
@@ -34,15 +35,6 @@ pub const HOOKS: [&str; 8] =
 pub fn is_coverage_hook(t: AttachType) -> bool {
     HOOKS.contains(&t.name())
 }
-
-/// Program ids in effect, per coverage hook (a hook with none is absent).
-pub type Effective = BTreeMap<AttachType, Vec<u32>>;
-
-/// An effective set held by a pod or container: one allocation per distinct
-/// set (`Sets`). On a node nearly every cgroup runs the same programs (the
-/// CNI's, from the root), so one set serves tens of thousands, and judging
-/// them reads each distinct set once (by address) instead of every copy.
-pub type Shared = Arc<Effective>;
 
 /// Hands out one `Shared` per distinct effective set.
 #[derive(Debug, Default)]

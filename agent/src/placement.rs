@@ -14,11 +14,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::attribution::Place;
 use crate::bpf::sys::CgroupLinkInfo;
-use crate::cgroup::tree::{Place, Record, bounded, shown};
+use crate::cgroup::tree::{ProcessRef, Record, bounded};
 use crate::cgroup::walk::WalkError;
-use crate::coverage::{self, Effective, Level, Sets, Shared};
-use crate::snapshot::{Attachment, ContainerCgroup, PodCgroup, ProcessRef};
+use crate::coverage::{self, Level, Sets};
+use crate::snapshot::{Attachment, ContainerCgroup, PodCgroup};
+use crate::snapshot::{Effective, Shared};
+use crate::text::shown;
 
 /// What placing a cgroup needs to read of it, asked only when it matters.
 pub trait Access {

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -10,8 +11,17 @@ use crate::bpf::programs::Program;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::AuditRoot;
-pub use crate::coverage::Effective;
+use crate::cgroup::tree::ProcessRef;
 use crate::owner::Cni;
+
+/// Program ids in effect, per coverage hook (a hook with none is absent).
+pub type Effective = BTreeMap<AttachType, Vec<u32>>;
+
+/// An effective set held by a pod or container: one allocation per distinct
+/// set (`coverage::Sets`). On a node nearly every cgroup runs the same programs (the
+/// CNI's, from the root), so one set serves tens of thousands, and judging
+/// them reads each distinct set once (by address) instead of every copy.
+pub type Shared = Arc<Effective>;
 
 /// One program attached directly to one cgroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +45,7 @@ pub struct PodCgroup {
     pub pod_uid: String,
     /// In effect for sockets made in the pod's own cgroup (shared with
     /// every cgroup that has the same set).
-    pub effective: crate::coverage::Shared,
+    pub effective: Shared,
     /// Its leaf cgroups that hold processes (its containers' cgroups):
     /// where its sockets are made.
     pub containers: Vec<ContainerCgroup>,
@@ -46,7 +56,7 @@ pub struct PodCgroup {
 pub struct ContainerCgroup {
     pub cgroup: String,
     pub cgroup_id: u64,
-    pub effective: crate::coverage::Shared,
+    pub effective: Shared,
 }
 
 /// Where a cgroup2 mount in PID 1's mount namespace is rooted.
@@ -71,13 +81,6 @@ pub struct CgroupMount {
     /// its top was read from its own mountinfo entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadowed_by: Option<String>,
-}
-
-/// A process, as named in findings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProcessRef {
-    pub pid: u32,
-    pub comm: String,
 }
 
 /// A program a CNI pinned in its bpffs directory (directly, or the program
@@ -304,7 +307,7 @@ impl Serialize for Hints {
 }
 
 fn serialize_name<S: serde::Serializer>(name: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::cgroup::tree::shown(name))
+    s.serialize_str(&crate::text::shown(name))
 }
 
 impl Change {

@@ -97,6 +97,22 @@ impl<W: io::Write> io::Write for EscapingWriter<W> {
     }
 }
 
+/// A cgroup name (or a path of them) as text: valid UTF-8 as it is, any
+/// other byte as `\xNN`. Names stay bytes everywhere else.
+pub fn shown(name: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(name) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for chunk in name.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,27 +11,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
+use crate::attribution::Place;
 use crate::bpf::AttachType;
 use crate::bpf::query::Attached;
-use crate::snapshot::ProcessRef;
-
-/// A cgroup name (or a path of them) as text: valid UTF-8 as it is, any
-/// other byte as `\xNN`. Names stay bytes everywhere else.
-pub fn shown(name: &[u8]) -> Cow<'_, str> {
-    if let Ok(s) = std::str::from_utf8(name) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    for chunk in name.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    Cow::Owned(out)
-}
+use crate::text::shown;
 
 /// The longest cgroup path a report shows whole (`PATH_MAX`).
 pub const PATH_SHOWN_MAX: usize = 4096;
@@ -70,47 +54,11 @@ pub struct Record<'a> {
     pub own: &'a [Attached],
 }
 
-/// Where a cgroup sits for Kubernetes (the rules of `attribution`, one
-/// level at a time: the same answer for any depth at the cost of one name).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Place {
-    /// No `kubepods` level at or above it (below the audit root).
-    #[default]
-    Outside,
-    /// At or below `kubepods` (`kubepods.slice`) and its QoS levels, above
-    /// any pod.
-    Kubepods,
-    /// Below `kubepods` on a path kubelet does not make.
-    Elsewhere,
-    /// A pod's own cgroup.
-    Pod { uid: Box<str> },
-    /// Below the pod whose cgroup this is.
-    InPod { pod: u64 },
-}
-
-impl Place {
-    /// The place of a child named `name` of a cgroup (id `parent`) at
-    /// `self`. The name is matched as it is shown, as `attribution` reads a
-    /// shown path.
-    pub fn below(&self, parent: u64, name: &[u8]) -> Place {
-        match self {
-            Place::Outside => {
-                if matches!(name, b"kubepods" | b"kubepods.slice") {
-                    Place::Kubepods
-                } else {
-                    Place::Outside
-                }
-            }
-            Place::Kubepods => crate::attribution::kubepods_level(&shown(name)),
-            Place::Elsewhere => Place::Elsewhere,
-            Place::Pod { .. } => Place::InPod { pod: parent },
-            Place::InPod { pod } => Place::InPod { pod: *pod },
-        }
-    }
-
-    pub fn is_pod(&self) -> bool {
-        matches!(self, Place::Pod { .. })
-    }
+/// A process, as named in findings.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProcessRef {
+    pub pid: u32,
+    pub comm: String,
 }
 
 /// One cgroup of the tree.

@@ -136,7 +136,7 @@ where
         let child =
             rustix::fs::openat(parent_fd, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty());
         path.push('/');
-        path.push_str(&super::tree::shown(name.to_bytes()));
+        path.push_str(&crate::text::shown(name.to_bytes()));
         let parent_id = top.id;
         match child {
             Ok(child) => {

@@ -13,13 +13,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::attribution::Place;
 use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachType, BpfCommand};
-use crate::cgroup::tree::{Node, Place, Record, Tree};
+use crate::cgroup::tree::{Node, ProcessRef, Record, Tree};
 use crate::coverage::{self, Level};
 use crate::placement::{self, Access, Placement};
-use crate::snapshot::{Change, Event, Hints, Names, ProcessRef, Snapshot};
+use crate::snapshot::{Change, Event, Hints, Names, Snapshot};
 
 /// The most of a path kept per event and per caller (a cgroup 4,000 levels
 /// down has a path of a megabyte).
@@ -534,8 +535,8 @@ mod tests {
     use crate::bpf::AttachFlags;
     use crate::bpf::ProgType;
     use crate::bpf::programs::Program;
-    use crate::coverage::Effective;
     use crate::fixtures::*;
+    use crate::snapshot::Effective;
 
     const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
 

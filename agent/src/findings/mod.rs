@@ -29,9 +29,10 @@ use serde::Serialize;
 use crate::attribution::{Attribution, attribute};
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::RootKind;
+use crate::cgroup::tree::ProcessRef;
 pub use crate::owner::Policy;
 use crate::owner::{Cni, Owner, claimed_owner, classify};
-use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, PidView, ProcessRef, Snapshot, SocketLb};
+use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]

@@ -13,8 +13,9 @@ use serde::Serialize;
 use super::*;
 use std::collections::HashMap;
 
-use crate::coverage::{self, Effective, Shared};
+use crate::coverage;
 use crate::snapshot::PodCgroup;
+use crate::snapshot::{Effective, Shared};
 
 pub(super) const EXPLANATION: &str = "these pods make sockets where no CNI socket-LB program is in effect: their connections to Service IPs are not translated.";
 
@@ -50,7 +51,7 @@ pub struct UncoveredContainer {
 /// judgement from the node's programs (tens), not once per container
 /// (thousands, each judged again on every change in the daemon); and what
 /// each distinct effective set lacks, worked out once per set (cgroups
-/// share their set when it is the same: `coverage::Shared`).
+/// share their set when it is the same: `snapshot::Shared`).
 struct Owned(Vec<(AttachType, Vec<u32>)>, HashMap<*const Effective, Vec<AttachType>>);
 
 impl Owned {

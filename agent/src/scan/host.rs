@@ -14,12 +14,11 @@ use nix::sys::stat::Mode;
 use super::{AuditError, deadline, intent};
 use crate::bpf::pins;
 use crate::cgroup::root::{self, ROOT_CGROUP_ID};
+use crate::cgroup::tree::ProcessRef;
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::mounts::Mount;
 use crate::owner::Cni;
-use crate::snapshot::{
-    CgroupMount, CniPin, CniProcess, Intent, MountTop, PidView, ProcessRef, ScanError, V1NetController,
-};
+use crate::snapshot::{CgroupMount, CniPin, CniProcess, Intent, MountTop, PidView, ScanError, V1NetController};
 use std::os::unix::fs::OpenOptionsExt;
 use strum::IntoEnumIterator;
 

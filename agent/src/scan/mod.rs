@@ -143,7 +143,7 @@ fn syscall_walk<'s>(
 /// What the kernel reports in effect at the audit root on each coverage
 /// hook: its own programs and what runs from above it. A hook the kernel
 /// refuses is left out (unsupported, or the root went).
-fn root_effective(root: std::os::fd::BorrowedFd<'_>, support: &Support) -> coverage::Effective {
+fn root_effective(root: std::os::fd::BorrowedFd<'_>, support: &Support) -> crate::snapshot::Effective {
     support
         .supported
         .iter()

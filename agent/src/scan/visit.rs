@@ -17,10 +17,9 @@ use crate::bpf::iter::{IterCgroup, IterError, Step, Walker};
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::bpf::{AttachFlags, AttachType};
-use crate::cgroup::tree::{Record, Tree};
+use crate::cgroup::tree::{ProcessRef, Record, Tree};
 use crate::cgroup::walk::{self, Visit, WalkError, WalkStats};
 use crate::placement::{Access, Placement};
-use crate::snapshot::ProcessRef;
 
 /// What one walk needs besides the tree.
 pub struct WalkContext<'a> {
@@ -263,7 +262,7 @@ pub fn iter_cgroups(
                     prog_id: p.prog_id,
                 }),
                 None => stats.errors.push(WalkError {
-                    cgroup: format!("/{}", crate::cgroup::tree::shown(&path)),
+                    cgroup: format!("/{}", crate::text::shown(&path)),
                     op: "bpf_iter".into(),
                     error: format!(
                         "program {} on hook {} ({}), which this agent does not know",
