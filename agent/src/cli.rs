@@ -1,17 +1,22 @@
-//! Command line. The doc comments are the `--help` text.
+//! Command line: clap's types only, and the value parsers that check a
+//! flag's text. The doc comments are the `--help` text. What the flags
+//! mean for the host (a --proc that is procfs, a --cgroup-root that is a
+//! cgroup2 directory) is checked in `cmd::flags`, which also turns them
+//! into the modules' own settings; nothing below `cmd` sees a flag.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::{NonEmptyStringValueParser, PossibleValue};
 use clap::{Parser, Subcommand, ValueEnum};
-use nix::sys::statfs::{PROC_SUPER_MAGIC, statfs};
 
-use crate::cgroup::root::{self, RootError};
+use crate::daemon::Remediate;
+use crate::daemon::http::AuditEndpoint;
 pub use crate::daemon::listen::Listen;
-use crate::findings::Policy;
-use crate::scan::{ScanOptions, WalkMethod};
-use crate::trace::{Requested, Source};
+use crate::daemon::trace::Source;
+use crate::logging::LogFormat;
+use crate::report::FailOn;
+use crate::scan::WalkMethod;
 
 /// The shortest `--interval`: shorter would audit without pause.
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -254,18 +259,6 @@ pub enum AuditOutput {
     Summary,
 }
 
-/// `--fail-on`: the least severe finding that makes the exit code 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Exit 1 on any finding.
-    Warning,
-    /// Exit 1 on critical findings only; warnings alone exit 0 (and are
-    /// named in the output). What node-problem-detector's plugin uses, so
-    /// that warnings seen during a CNI restart (cni_leftover_programs) do
-    /// not flip a node condition.
-    Critical,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     /// Output format.
@@ -300,64 +293,29 @@ impl ValueEnum for WalkMethod {
     }
 }
 
-/// Who may read `/audit` and `/events`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuditEndpoint {
-    /// Peers on loopback only (`kubectl port-forward`, `kubectl exec`).
-    Loopback,
-    /// Anyone who can reach --listen.
-    Any,
-    /// Nobody: 403.
-    Off,
-}
-
-/// `--events`: where the daemon learns of attachment changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Events {
-    /// The best of fexit, kprobe and reading that this kernel allows.
-    Auto,
-    /// fexit/fentry on the kernel functions that change cgroup attachments
-    /// (no cost to other syscalls; x86_64 5.5+, arm64 6.4+, with BTF).
-    Fexit,
-    /// kprobes on the same functions (no cost to other syscalls).
-    Kprobe,
-    /// No hook on attachments: cgroup mkdir/rmdir tracepoints and a sweep of
-    /// every attachment every 2 to 8 seconds (no cost to other syscalls).
-    Reading,
-    /// A program at every syscall's exit: names the caller of every bpf()
-    /// call, and roughly doubles the cost of each syscall on the node.
-    /// x86_64 only: refused at start (exit 2) on other architectures.
-    Syscalls,
-    /// None: the whole tree every --interval.
-    None,
-}
-
-impl Events {
-    pub fn requested(self) -> Requested {
-        match self {
-            Events::Auto => Requested::Auto,
-            Events::Fexit => Requested::Only(Source::Fexit),
-            Events::Kprobe => Requested::Only(Source::Kprobe),
-            Events::Reading => Requested::Only(Source::Reading),
-            Events::Syscalls => Requested::Only(Source::Syscalls),
-            Events::None => Requested::Only(Source::None),
-        }
+/// `--events`'s values (the type is the event sources', which know no clap).
+impl ValueEnum for Source {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Source::Auto, Source::Fexit, Source::Kprobe, Source::Reading, Source::Syscalls, Source::None]
     }
-}
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Remediate {
-    Off,
-    DryRun,
-    On,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line, for log collectors.
-    Json,
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            Source::Auto => "The best of fexit, kprobe and reading that this kernel allows",
+            Source::Fexit => {
+                "fexit/fentry on the kernel functions that change cgroup attachments (no cost to other syscalls; x86_64 5.5+, arm64 6.4+, with BTF)"
+            }
+            Source::Kprobe => "kprobes on the same functions (no cost to other syscalls)",
+            Source::Reading => {
+                "No hook on attachments: cgroup mkdir/rmdir tracepoints and a sweep of every attachment every 2 to 8 seconds (no cost to other syscalls)"
+            }
+            Source::Syscalls => {
+                "A program at every syscall's exit: names the caller of every bpf() call, and roughly doubles the cost of each syscall on the node. x86_64 only: refused at start (exit 2) on other architectures"
+            }
+            Source::None => "None: the whole tree every --interval",
+        };
+        Some(PossibleValue::new(self.as_str()).help(help))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -384,8 +342,8 @@ pub struct RunArgs {
     /// process on the node (measured: a getppid() loop +78%, dd bs=64 +53%)
     /// and is only for when the attaching process must be named and neither
     /// fexit nor kprobe is allowed.
-    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = Events::Auto)]
-    pub events: Events,
+    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = Source::Auto)]
+    pub events: Source,
 
     /// Read the tree only every --interval (the same as `--events none`).
     #[arg(long, conflicts_with = "events")]
@@ -469,54 +427,4 @@ pub struct ScanArgs {
     /// without hostPID sees.
     #[arg(long, env = "CGAUDIT_NESTED_NODE")]
     pub nested_node: bool,
-}
-
-/// A flag that names a host path which is not what it must be.
-#[derive(Debug, thiserror::Error)]
-pub enum FlagError {
-    #[error("--proc {0}: not a procfs mount")]
-    NotProcfs(PathBuf),
-    #[error("--proc {path}: {error}")]
-    Proc { path: PathBuf, error: nix::Error },
-    #[error("--cgroup-root {0}")]
-    CgroupRoot(RootError),
-}
-
-impl ScanArgs {
-    /// Checks the flags that name host paths before anything runs: a wrong
-    /// one (not procfs, not a cgroup2 directory) is refused at once (exit 2)
-    /// rather than failing every audit. A `--cgroup-root` that does not
-    /// exist yet is not wrong: the daemon may start before the hierarchy
-    /// below it is made, and stays unready until it is (the one-shot audit
-    /// then says it is missing).
-    pub fn validate(&self) -> Result<(), FlagError> {
-        match statfs(&self.proc) {
-            Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => {}
-            Ok(_) => return Err(FlagError::NotProcfs(self.proc.clone())),
-            Err(error) => return Err(FlagError::Proc { path: self.proc.clone(), error }),
-        }
-        if let Some(dir) = &self.cgroup_root {
-            match root::open_cgroup_dir(dir) {
-                Ok(_) | Err(RootError::NotFound { .. }) => {}
-                Err(e) => return Err(FlagError::CgroupRoot(e)),
-            }
-        }
-        Ok(())
-    }
-
-    /// What the scan is to read.
-    pub fn options(&self) -> ScanOptions {
-        ScanOptions {
-            cgroup_root: self.cgroup_root.clone(),
-            node_name: self.node_name.clone(),
-            walk: self.walk,
-            nested_node: self.nested_node,
-            ..ScanOptions::node(self.proc.clone())
-        }
-    }
-
-    /// How findings are judged.
-    pub fn policy(&self) -> Policy {
-        Policy { allow: self.allow.clone(), kmesh: self.kmesh }
-    }
 }

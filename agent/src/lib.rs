@@ -18,7 +18,6 @@ pub(crate) mod findings;
 #[cfg(test)]
 mod fixtures;
 pub(crate) mod logging;
-pub(crate) mod metrics;
 pub mod mounts;
 pub(crate) mod os;
 pub mod owner;
@@ -28,4 +27,3 @@ pub(crate) mod report;
 pub(crate) mod scan;
 pub(crate) mod snapshot;
 pub(crate) mod text;
-pub(crate) mod trace;

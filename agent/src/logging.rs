@@ -3,7 +3,14 @@
 //! names others chose (cgroups, processes, paths): text lines are escaped
 //! (`text::EscapingWriter`), so they are not colored either.
 
-use crate::cli::LogFormat;
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
 
 pub fn init(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -37,11 +37,18 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    let code = match &cli.command {
-        Command::Audit(args) => agent::cmd::audit::main(args),
-        Command::Run(args) => agent::cmd::run::main(args),
-        Command::Remount(args) => agent::cmd::remount::main(args),
-        Command::RemountHelper(args) => agent::remount::helper::main(args),
+    let (name, result) = match &cli.command {
+        Command::Audit(args) => ("audit", agent::cmd::audit::main(args)),
+        Command::Run(args) => ("run", agent::cmd::run::main(args)),
+        Command::Remount(args) => ("remount", agent::cmd::remount::main(args)),
+        Command::RemountHelper(args) => ("__remount-helper", Ok(agent::cmd::remount::helper(args))),
     };
-    ExitCode::from(code)
+    match result {
+        Ok(code) => ExitCode::from(code),
+        // Why it could not run, said once here for every command.
+        Err(e) => {
+            agent::cmd::print_failure(name, &e);
+            ExitCode::from(agent::cmd::EXIT_UNKNOWN)
+        }
+    }
 }

@@ -8,11 +8,22 @@ use serde::Serialize;
 
 use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::RootKind;
-use crate::cli::FailOn;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
 use crate::snapshot::{CgroupMount, ScanError, Snapshot, WalkUsed};
 use crate::text::Lines;
+
+/// `--fail-on`: the least severe finding that makes the exit code 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 on any finding.
+    Warning,
+    /// Exit 1 on critical findings only; warnings alone exit 0 (and are
+    /// named in the output). What node-problem-detector's plugin uses, so
+    /// that warnings seen during a CNI restart (cni_leftover_programs) do
+    /// not flip a node condition.
+    Critical,
+}
 
 /// Bumped on any incompatible change of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;

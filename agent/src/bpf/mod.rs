@@ -4,7 +4,6 @@ pub mod attach_type;
 pub(crate) mod btf;
 pub(crate) mod bytes;
 pub(crate) mod command;
-pub(crate) mod iter;
 pub(crate) mod memlock;
 
 pub(crate) mod object;

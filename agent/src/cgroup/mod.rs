@@ -1,7 +1,10 @@
-//! The cgroup v2 hierarchy: which directory is the root to audit, and a walk
-//! of every cgroup below it.
+//! The cgroup v2 hierarchy: which directory is the root to audit, the two
+//! walks of every cgroup below it (`walk`: syscalls from userspace; `iter`:
+//! one in-kernel pass of an iter/cgroup program), and the node model they
+//! both fill (`tree`).
 
 pub mod by_id;
+pub(crate) mod iter;
 pub mod root;
 pub mod tree;
 pub mod walk;

@@ -37,15 +37,15 @@ pub fn print_error(output: AuditOutput, error: &str, node_name: Option<&str>) {
     let _ = writeln!(std::io::stdout(), "{out}");
 }
 
-/// The `audit` subcommand: prints the report and returns the exit code.
-pub fn main(args: &AuditArgs) -> u8 {
+/// The `audit` subcommand: prints the report and returns the exit code;
+/// `Err` when it could not run (`main` says why on stderr, exit 2), after
+/// the JSON or summary output has said so on stdout.
+pub fn main(args: &AuditArgs) -> anyhow::Result<u8> {
     let report = match run(&args.scan) {
         Ok(r) => r,
         Err(e) => {
-            let e = format!("{e:#}");
-            eprintln!("agent audit: error: {}", crate::text::escape(&e));
-            print_error(args.output, &e, args.scan.node_name.as_deref());
-            return EXIT_UNKNOWN;
+            print_error(args.output, &super::chain(e.as_ref()), args.scan.node_name.as_deref());
+            return Err(e);
         }
     };
     let code = report.exit_code(args.fail_on);
@@ -62,5 +62,5 @@ pub fn main(args: &AuditArgs) -> u8 {
             eprintln!("agent audit: {}", crate::text::escape(why));
         }
     }
-    code
+    Ok(code)
 }

@@ -4,14 +4,13 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use super::EXIT_UNKNOWN;
 use std::collections::BTreeSet;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use strum::IntoEnumIterator;
 
-use crate::cli::{Output, RemountArgs};
+use crate::cli::{HelperArgs, Output, RemountArgs};
 use crate::findings::{self, Policy};
 use crate::owner::Cni;
 use crate::remount::plan::{PathState, Plan};
@@ -287,16 +286,11 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
     Ok(report)
 }
 
-/// `agent remount`: prints the report and returns the exit code.
-pub fn main(args: &RemountArgs) -> u8 {
-    crate::logging::init(crate::cli::LogFormat::Text);
-    let report = match remount(args) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent remount: error: {}", crate::text::escape(&e.to_string()));
-            return EXIT_UNKNOWN;
-        }
-    };
+/// `agent remount`: prints the report and returns the exit code; `Err`
+/// when it could not run (`main` says why, exit 2).
+pub fn main(args: &RemountArgs) -> anyhow::Result<u8> {
+    crate::logging::init(crate::logging::LogFormat::Text);
+    let report = remount(args)?;
     let text = match args.output {
         Output::Table => report.to_table(),
         Output::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
@@ -307,5 +301,15 @@ pub fn main(args: &RemountArgs) -> u8 {
     } else if report.outcome == Outcome::Refused {
         eprintln!("agent remount: refused: {}", crate::text::escape(&report.plan.reason));
     }
-    report.exit_code()
+    Ok(report.exit_code())
+}
+
+/// `agent __remount-helper`: the single-threaded process `remount` starts
+/// to enter the target (`remount::helper`).
+pub fn helper(args: &HelperArgs) -> u8 {
+    crate::remount::helper::main(&crate::remount::helper::Args {
+        proc: args.proc.clone(),
+        target_pid: args.target_pid,
+        request: args.request.clone(),
+    })
 }

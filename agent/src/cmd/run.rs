@@ -1,19 +1,17 @@
-//! `agent run`: checks its flags, then hands over to the daemon
-//! (`daemon::serve`) on a tokio runtime.
+//! `agent run`: checks its flags, turns them into the daemon's settings
+//! and hands over to it (`daemon::serve`) on a tokio runtime.
 
 use std::time::Duration;
 
-use super::EXIT_UNKNOWN;
 use crate::cli::RunArgs;
+use crate::daemon::trace::Source;
 use crate::{daemon, logging};
 
-/// `agent run`. Returns the process exit code.
-pub fn main(args: &RunArgs) -> u8 {
+/// `agent run`. Returns the process exit code; `Err` when it could not
+/// start (`main` logs why, exit 2).
+pub fn main(args: &RunArgs) -> anyhow::Result<u8> {
     logging::init(args.log_format);
-    if let Err(e) = args.scan.validate() {
-        tracing::error!("{e}");
-        return EXIT_UNKNOWN;
-    }
+    args.scan.validate()?;
     // Before any thread: the probe lowers this process's RLIMIT_MEMLOCK
     // for the time of one bpf() call.
     if let Some(warning) = crate::bpf::memlock::prepare() {
@@ -23,13 +21,20 @@ pub fn main(args: &RunArgs) -> u8 {
         match tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("cgaudit").enable_all().build()
         {
             Ok(rt) => rt,
-            Err(e) => {
-                tracing::error!("cannot start the runtime: {e}");
-                return EXIT_UNKNOWN;
-            }
+            Err(e) => return Err(anyhow::Error::new(e).context("cannot start the runtime")),
         };
-    let code = rt.block_on(daemon::serve(args));
+    let settings = daemon::Settings {
+        listen: args.listen.clone(),
+        events: if args.no_tracing { Source::None } else { args.events },
+        audit_endpoint: args.audit_endpoint,
+        scan: args.scan.options(),
+        policy: args.scan.policy(),
+        interval: args.interval,
+        remediate: args.remediate,
+        max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
+    };
+    let code = rt.block_on(daemon::serve(settings));
     // An audit still walking on the blocking pool is abandoned, not awaited.
     rt.shutdown_timeout(Duration::from_millis(200));
-    code
+    Ok(code)
 }

@@ -31,7 +31,17 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::worker::{Msg, Shared};
-use crate::cli::AuditEndpoint;
+
+/// Who may read `/audit` and `/events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditEndpoint {
+    /// Peers on loopback only (`kubectl port-forward`, `kubectl exec`).
+    Loopback,
+    /// Anyone who can reach --listen.
+    Any,
+    /// Nobody: 403.
+    Off,
+}
 
 /// The request head must arrive within this.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,15 +1,21 @@
-//! `agent run`: the long-running node agent. A worker thread owns the
-//! node's picture (`picture`, `worker`): a full pass at start and every
-//! `--interval`, kernel change events applied in between. The event reader
-//! is its own thread (`trace`); HTTP (`http`) runs on a small tokio
-//! runtime. If the worker ever stops, the process exits non-zero, so the
-//! probes and the kubelet see it, rather than serving a stale report.
+//! `agent run`: the long-running node agent, and everything it adds to the
+//! audit. A worker thread owns the node's picture (`picture`, `worker`): a
+//! full pass at start and every `--interval`, kernel change events applied
+//! in between, each due time kept by `schedule`. The event sources
+//! (`trace`) feed it from a reader thread of their own; `sweep` lists every
+//! attachment for the reading fallback; `metrics` is the one registry;
+//! HTTP (`http`, `listen`) runs on a small tokio runtime. If the worker
+//! ever stops, the process exits non-zero, so the probes and the kubelet
+//! see it, rather than serving a stale report.
 
 pub mod history;
 pub mod http;
 pub mod listen;
+pub mod metrics;
 pub mod picture;
 pub mod schedule;
+pub mod sweep;
+pub mod trace;
 pub mod worker;
 
 use std::sync::Arc;
@@ -18,9 +24,14 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::cli::RunArgs;
-use crate::trace::{self, Requested, Source, TraceMessage};
+use trace::{Source, TraceMessage};
+pub use worker::Remediate;
 use worker::{Config, Msg, Shared, Worker};
+
+use crate::daemon::http::AuditEndpoint;
+use crate::daemon::listen::Listen;
+use crate::findings::Policy;
+use crate::scan::ScanOptions;
 
 /// Events waiting for the worker; beyond this, events count as lost (and
 /// lead to a full pass).
@@ -29,9 +40,23 @@ const QUEUE: usize = 8192;
 /// /audit and /events answer busy.
 const REQUESTS: usize = 64;
 
+/// What `agent run` serves with, from its flags (`cmd::run`).
+pub struct Settings {
+    pub listen: Listen,
+    /// Where attachment changes come from between full passes.
+    pub events: Source,
+    pub audit_endpoint: AuditEndpoint,
+    /// What the worker runs with (its `source` is what `events` started).
+    pub scan: ScanOptions,
+    pub policy: Policy,
+    pub interval: Duration,
+    pub remediate: Remediate,
+    pub max_cgroups: usize,
+}
+
 /// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
 /// (exit 1). Returns the exit code.
-pub async fn serve(args: &RunArgs) -> u8 {
+pub async fn serve(args: Settings) -> u8 {
     let bound = match listen::listen(&args.listen) {
         Ok(b) => b,
         Err(e) => {
@@ -57,8 +82,7 @@ pub async fn serve(args: &RunArgs) -> u8 {
     let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::snapshot::Event>(QUEUE);
     let stop_reader = Arc::new(AtomicBool::new(false));
 
-    let requested = if args.no_tracing { Requested::Only(Source::None) } else { args.events.requested() };
-    let started = match trace::start(requested) {
+    let started = match trace::start(args.events) {
         Ok(s) => s,
         Err(why) => {
             tracing::error!(reason = %why, "the event source asked for with --events cannot run here");
@@ -98,12 +122,12 @@ pub async fn serve(args: &RunArgs) -> u8 {
     shared.metrics.set_event_source(source);
 
     let config = Config {
-        scan: args.scan.options(),
-        policy: args.scan.policy(),
+        scan: args.scan,
+        policy: args.policy,
         interval: args.interval,
         remediate: args.remediate,
         source,
-        max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
+        max_cgroups: args.max_cgroups,
     };
     let (worker_done_tx, mut worker_done) = watch::channel(false);
     let worker_shared = shared.clone();

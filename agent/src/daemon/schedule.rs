@@ -29,7 +29,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::metrics::Trigger;
+use crate::daemon::metrics::Trigger;
 
 /// Full passes asked for by events are at least this far apart.
 const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);

@@ -16,7 +16,7 @@
 //! per batch.
 //!
 //! This file is the loop and its dispatch; reading the node between full
-//! passes is in `sweep.rs`, the full pass, judging and rendering in
+//! passes is in `reread.rs`, the full pass, judging and rendering in
 //! `publish.rs`, and remediation in `remediate.rs`.
 
 use std::collections::BTreeSet;
@@ -32,18 +32,19 @@ use super::history::{History, Recorded};
 use super::picture::{Check, Effect, Picture, SHOWN_MAX};
 use super::schedule::{Next, Schedule};
 use crate::bpf::AttachType;
-use crate::cli::Remediate;
+use crate::daemon::metrics::{Metrics, Trigger, Work};
+use crate::daemon::trace::Source;
 use crate::findings::{Finding, Policy};
-use crate::metrics::{Metrics, Trigger, Work};
 use crate::report::Verdict;
 use crate::scan::ScanOptions;
 use crate::scan::names::Namer;
 use crate::snapshot::{Change, Event};
-use crate::trace::Source;
 
 mod publish;
 mod remediate;
-mod sweep;
+mod reread;
+
+pub use remediate::Remediate;
 
 /// Messages handled before the picture's findings are judged again: a burst
 /// is folded into one judgement.

@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use super::mountpoint::{self, Failure, Replaced};
 use super::plan::{Action, Observed};
 use super::{RemountError, Target};
-use crate::cli::HelperArgs;
 
 /// Where the helper finds the target's pidfd.
 const PIDFD: i32 = 3;
@@ -46,9 +45,18 @@ pub enum Reply {
     Failed(Failure),
 }
 
+/// What the helper is started with (`agent __remount-helper`'s flags).
+pub struct Args {
+    pub proc: std::path::PathBuf,
+    /// For messages, and for entering by /proc/<pid>/ns before Linux 5.8.
+    pub target_pid: u32,
+    /// One `Request`, as JSON.
+    pub request: String,
+}
+
 /// Runs in the helper process: answers one request. Exit code 0 when the
 /// reply is `Observed`, 2 when it is `Failed`.
-pub fn main(args: &HelperArgs) -> u8 {
+pub fn main(args: &Args) -> u8 {
     let reply = match serde_json::from_str::<Request>(&args.request) {
         Ok(request) => match work(args, &request) {
             Ok((seen, replaced)) => Reply::Observed { seen, replaced },
@@ -63,7 +71,7 @@ pub fn main(args: &HelperArgs) -> u8 {
     u8::from(matches!(reply, Reply::Failed(_))) * 2
 }
 
-fn work(args: &HelperArgs, request: &Request) -> Result<(Observed, Option<Replaced>), Failure> {
+fn work(args: &Args, request: &Request) -> Result<(Observed, Option<Replaced>), Failure> {
     // Before leaving our mount namespace: our own /proc/self, to read our
     // mountinfo and name our descriptors once we are in the target's.
     let open_dir = |p: &Path| {

@@ -10,7 +10,6 @@ pub mod host;
 mod in_root;
 pub mod intent;
 pub mod names;
-pub mod sweep;
 pub mod visit;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -18,10 +17,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::bpf::ProgType;
-use crate::bpf::iter::{IterError, Walker};
 use crate::bpf::programs;
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
+use crate::cgroup::iter::{IterError, Walker};
 use crate::cgroup::root;
 use crate::cgroup::walk::{self, WalkError};
 use crate::coverage;

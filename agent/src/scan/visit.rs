@@ -13,10 +13,10 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use super::host;
-use crate::bpf::iter::{IterCgroup, IterError, Step, Walker};
 use crate::bpf::query::{self, Support};
 use crate::bpf::sys::SyscallError;
 use crate::bpf::{AttachFlags, AttachType};
+use crate::cgroup::iter::{IterCgroup, IterError, Step, Walker};
 use crate::cgroup::tree::{ProcessRef, Record, Tree};
 use crate::cgroup::walk::{self, Visit, WalkError, WalkStats};
 use crate::placement::{Access, Placement};
@@ -218,7 +218,7 @@ pub fn iter_cgroups(
     root: BorrowedFd<'_>,
     ctx: &WalkContext<'_>,
     sink: &mut Sink<'_>,
-) -> Result<(WalkStats, crate::bpf::iter::IterStats), IterError> {
+) -> Result<(WalkStats, crate::cgroup::iter::IterStats), IterError> {
     let mut stats = WalkStats::default();
     // (cgroup id, length of its path): the ancestors of the cgroup being
     // visited, since records come in pre-order; the path serves to open a

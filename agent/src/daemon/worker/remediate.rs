@@ -6,10 +6,21 @@
 use std::time::Instant;
 
 use super::Worker;
-use crate::cli::Remediate;
 use crate::findings::Kind;
 use crate::remount::{Outcome, Target};
 use crate::report::Report;
+
+/// `--remediate`: what the daemon does about a CNI cgroup2 mount rooted
+/// below the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Remediate {
+    /// Nothing but the finding.
+    Off,
+    /// Plan the remount and log it.
+    DryRun,
+    /// Remount, as `agent remount --apply` does.
+    On,
+}
 
 impl Worker {
     /// Plans (and with `--remediate on`, applies) the remount of each CNI

@@ -74,7 +74,7 @@ fn programs(source: Source) -> impl Iterator<Item = &'static (&'static str, Targ
         Source::Fexit => &FEXIT,
         Source::Kprobe => &KPROBE,
         Source::Syscalls => &SYSCALLS,
-        Source::Reading | Source::None => &[],
+        Source::Reading | Source::None | Source::Auto => &[],
     };
     own.iter().chain(TREE.iter())
 }

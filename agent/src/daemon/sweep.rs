@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::bpf::AttachFlags;
-use crate::bpf::iter::{Step, Walker};
 use crate::bpf::query::{self, Attached, Support};
+use crate::cgroup::iter::{Step, Walker};
 use crate::cgroup::walk::{self, Visit};
 
 /// Each cgroup's own programs, for the cgroups that have any.
@@ -50,7 +50,7 @@ pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: b
     Ok(out)
 }
 
-fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::bpf::iter::IterError> {
+fn iterated(w: &Walker, root: BorrowedFd<'_>) -> Result<Sweep, crate::cgroup::iter::IterError> {
     let hooks = &w.kernel().hooks;
     let mut out = Sweep::default();
     let stats = w.sweep(root.as_fd(), |step| {

@@ -13,9 +13,9 @@ use super::Worker;
 use crate::bpf::AttachType;
 use crate::bpf::programs;
 use crate::bpf::query::{Attached, Support};
+use crate::daemon::metrics::{Trigger, Work};
 use crate::daemon::picture::Check;
 use crate::findings;
-use crate::metrics::{Trigger, Work};
 use crate::scan;
 use crate::scan::visit::{self, WalkContext};
 use crate::snapshot::Event;
@@ -228,7 +228,7 @@ impl Worker {
             unsupported: Vec::new(),
         };
         let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
-        let swept = scan::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
+        let swept = crate::daemon::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
         let mut judge = false;
         let mut drained = Duration::ZERO;
         match swept {

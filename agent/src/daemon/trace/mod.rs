@@ -39,6 +39,9 @@ pub use reader::{TraceMessage, spawn_reader};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
 pub enum Source {
+    /// Asked for only: the best of fexit, kprobe and reading this kernel
+    /// takes. What runs is never `Auto`.
+    Auto,
     Fexit,
     Kprobe,
     Reading,
@@ -54,6 +57,7 @@ impl Source {
     /// What it is, for the log line at start.
     pub fn describe(self) -> &'static str {
         match self {
+            Source::Auto => "the best of fexit, kprobe and reading that this kernel allows",
             Source::Fexit => "fexit/fentry on the kernel functions that change cgroup attachments",
             Source::Kprobe => "kprobes on the kernel functions that change cgroup attachments",
             Source::Reading => {
@@ -71,14 +75,6 @@ impl Source {
 }
 
 /// What `--events` asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requested {
-    /// The best source the kernel allows of fexit, kprobe, reading.
-    Auto,
-    /// This one, or the daemon does not start.
-    Only(Source),
-}
-
 /// The source the daemon runs with, its programs, and why each better one
 /// was refused.
 pub struct Started {
@@ -108,16 +104,17 @@ impl Started {
 /// Starts the source asked for: the first of fexit, kprobe and reading
 /// that loads and attaches, or only the one named. `Err` when a source
 /// named with `Only` cannot run.
-pub fn start(requested: Requested) -> Result<Started, String> {
+pub fn start(asked: Source) -> Result<Started, StartError> {
     let only;
-    let candidates: &[Source] = match requested {
-        Requested::Auto => &[Source::Fexit, Source::Kprobe, Source::Reading],
-        Requested::Only(s) => {
+    let candidates: &[Source] = match asked {
+        Source::Auto => &[Source::Fexit, Source::Kprobe, Source::Reading],
+        s => {
             only = [s];
             &only
         }
     };
     let mut refused = Vec::new();
+    let mut errors = Vec::new();
     let mut notes = Vec::new();
     if memlock::accounting() == memlock::Accounting::Rlimit {
         notes.push(format!(
@@ -148,8 +145,19 @@ pub fn start(requested: Requested) -> Result<Started, String> {
                 refused.push((Source::Reading, format!("cgroup mkdir/rmdir tracepoints: {e}")));
                 return Ok(Started { source, tracer: None, refused, notes });
             }
-            Err(e) => refused.push((source, e.to_string())),
+            Err(e) => {
+                refused.push((source, e.to_string()));
+                errors.push((source, e));
+            }
         }
     }
-    Err(refused.into_iter().map(|(s, why)| format!("{}: {why}", s.as_str())).collect::<Vec<_>>().join("; "))
+    Err(StartError { refused: errors })
+}
+
+/// No event source asked for could start: each one tried, and why the
+/// kernel refused it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .refused.iter().map(|(s, e)| format!("{}: {e}", s.as_str())).collect::<Vec<_>>().join("; "))]
+pub struct StartError {
+    pub refused: Vec<(Source, programs::TraceError)>,
 }

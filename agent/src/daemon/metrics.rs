@@ -13,10 +13,10 @@ use prometheus::{
 use strum::IntoEnumIterator;
 
 use crate::bpf::{AttachType, BpfCommand};
+use crate::daemon::trace::Source;
 use crate::findings::{Finding, Kind, Severity};
 use crate::owner::Owner;
 use crate::report::Report;
-use crate::trace::Source;
 
 /// Why a full pass over the tree was run (the `trigger` label of
 /// `cgaudit_audits_total`). Events that the picture can place update it
@@ -304,7 +304,8 @@ impl Metrics {
         m.objects_skipped.with_label_values(&["link"]);
         m.objects_skipped.with_label_values(&["btf"]);
         m.degraded.with_label_values(&["cgroup_count"]).set(0);
-        for source in Source::iter() {
+        // What can run: `auto` is only ever asked for.
+        for source in Source::iter().filter(|s| *s != Source::Auto) {
             m.event_source.with_label_values(&[source.as_str()]).set(0);
         }
         for result in ["nothing_to_do", "dry_run", "done", "refused", "failed"] {
@@ -332,7 +333,7 @@ impl Metrics {
 
     /// The event source the daemon runs with.
     pub fn set_event_source(&self, source: Source) {
-        for s in Source::iter() {
+        for s in Source::iter().filter(|s| *s != Source::Auto) {
             self.event_source.with_label_values(&[s.as_str()]).set(i64::from(s == source));
         }
         self.tracing_active.set(i64::from(source.traces_calls()));

@@ -18,11 +18,11 @@ use std::sync::Mutex;
 use aya::maps::{Array, Map, MapData, RingBuf};
 use aya_obj::generated::{bpf_attach_type, bpf_prog_type};
 
-use super::AttachType;
-use super::btf::{BtfError, KernelBtf, NoKernelBtf, Types};
-use super::bytes::{u32_at, u64_at};
-use super::object::{self, Spec};
-use super::sys;
+use crate::bpf::AttachType;
+use crate::bpf::btf::{BtfError, KernelBtf, NoKernelBtf, Types};
+use crate::bpf::bytes::{u32_at, u64_at};
+use crate::bpf::object::{self, Spec};
+use crate::bpf::sys;
 
 pub use agent_common::cgroup_iter::KernelLayout;
 use agent_common::cgroup_iter::*;
