@@ -29,6 +29,7 @@ pub fn node() -> Snapshot {
         cgroups_vanished: 0,
         walk: crate::snapshot::WalkInfo { method: crate::snapshot::WalkUsed::BpfIter, fallback: None, passes: 1 },
         unsupported_attach_types: Vec::new(),
+        kernel_features: Default::default(),
         attachments: Vec::new(),
         programs: BTreeMap::new(),
         cgroup_links: Vec::new(),

@@ -158,6 +158,9 @@ pub struct Report {
     /// Objects the audit could not read and went on without.
     pub objects_skipped: Skipped,
     pub unsupported_attach_types: Vec<AttachType>,
+    /// What this kernel takes, each tried once: `{"works": bool, "detail"}`
+    /// per feature tried (`features`).
+    pub kernel_features: std::collections::BTreeMap<crate::features::Feature, crate::features::Verdict>,
     pub attachments: Vec<AttachmentOut>,
     pub findings: Vec<Finding>,
     pub mounts: Vec<CgroupMount>,
@@ -213,6 +216,7 @@ impl Report {
             },
             objects_skipped: Skipped { links: snap.links_skipped, btf: snap.btf_skipped },
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
+            kernel_features: snap.kernel_features.clone(),
             attachments,
             findings,
             mounts: snap.mounts.clone(),

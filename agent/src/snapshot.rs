@@ -12,6 +12,7 @@ use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::AuditRoot;
 use crate::cgroup::tree::ProcessRef;
+use crate::features::{Feature, Verdict as FeatureVerdict};
 use crate::owner::Cni;
 
 /// Program ids in effect, per coverage hook (a hook with none is absent).
@@ -400,6 +401,8 @@ pub struct Snapshot {
     pub cgroups_vanished: u64,
     pub walk: WalkInfo,
     pub unsupported_attach_types: Vec<AttachType>,
+    /// What this kernel takes, as found so far (`features`).
+    pub kernel_features: BTreeMap<Feature, FeatureVerdict>,
     pub attachments: Vec<Attachment>,
     /// Every program loaded on the node, by id.
     pub programs: BTreeMap<u32, Program>,

@@ -115,6 +115,12 @@ fn normalise(v: &mut Value, t: &Path) {
                     }
                     // Depends on the kernel's config (BPF LSM), not on us.
                     "unsupported_attach_types" => *val = Value::String("<kernel-dependent>".into()),
+                    // Which features an audit tries is ours; what they find is the kernel's.
+                    "kernel_features" => {
+                        if let Value::Object(f) = val {
+                            f.values_mut().for_each(|v| *v = Value::String("<kernel-dependent>".into()));
+                        }
+                    }
                     // The host's own cgroup2 mounts differ between machines;
                     // keep those inside the audited tree.
                     "mounts" => {

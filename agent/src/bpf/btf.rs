@@ -51,8 +51,15 @@ pub struct NoKernelBtf(String);
 
 impl KernelBtf {
     pub fn read() -> Result<KernelBtf, NoKernelBtf> {
-        if let Ok(m) = sys::map_kernel_btf() {
-            return Ok(KernelBtf::Mapped(m));
+        match sys::map_kernel_btf() {
+            Ok(m) => {
+                crate::features::record(crate::features::Feature::BtfMmap, crate::features::Verdict::yes());
+                return Ok(KernelBtf::Mapped(m));
+            }
+            Err(e) => crate::features::record(
+                crate::features::Feature::BtfMmap,
+                crate::features::Verdict::no(format!("mmap {}: {e}", sys::KERNEL_BTF)),
+            ),
         }
         if let Some(copied) = Self::copy_through_bpf() {
             return Ok(KernelBtf::Copied(copied));

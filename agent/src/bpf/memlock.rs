@@ -39,17 +39,27 @@ static ACCOUNTING: OnceLock<Accounting> = OnceLock::new();
 /// first, while nothing else in the process creates BPF objects.
 pub fn accounting() -> Accounting {
     *ACCOUNTING.get_or_init(|| {
-        let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_MEMLOCK) else { return Accounting::Memcg };
-        if setrlimit(Resource::RLIMIT_MEMLOCK, 0, hard).is_err() {
-            return Accounting::Memcg;
-        }
-        let probe = sys::tiny_map();
-        let _ = setrlimit(Resource::RLIMIT_MEMLOCK, soft, hard);
-        match probe {
-            Err(e) if e.errno() == Some(libc::EPERM) => Accounting::Rlimit,
-            _ => Accounting::Memcg,
-        }
+        let found = probe_accounting();
+        let how = match found {
+            Accounting::Memcg => "memory cgroups",
+            Accounting::Rlimit => "RLIMIT_MEMLOCK",
+        };
+        crate::features::record(crate::features::Feature::MemlockAccounting, crate::features::Verdict::yes_as(how));
+        found
     })
+}
+
+fn probe_accounting() -> Accounting {
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_MEMLOCK) else { return Accounting::Memcg };
+    if setrlimit(Resource::RLIMIT_MEMLOCK, 0, hard).is_err() {
+        return Accounting::Memcg;
+    }
+    let probe = sys::tiny_map();
+    let _ = setrlimit(Resource::RLIMIT_MEMLOCK, soft, hard);
+    match probe {
+        Err(e) if e.errno() == Some(libc::EPERM) => Accounting::Rlimit,
+        _ => Accounting::Memcg,
+    }
 }
 
 /// On rlimit-accounting kernels, raises this process's `RLIMIT_MEMLOCK` so

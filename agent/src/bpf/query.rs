@@ -45,6 +45,15 @@ pub fn probe(cgroup: BorrowedFd<'_>) -> Result<Support, SyscallError> {
             Err(e) => return Err(e),
         }
     }
+    let rejected: Vec<&str> = support.unsupported.iter().map(|t| t.name()).collect();
+    crate::features::record(
+        crate::features::Feature::AttachTypes,
+        if rejected.is_empty() {
+            crate::features::Verdict::yes_as(format!("all {} known types", support.supported.len()))
+        } else {
+            crate::features::Verdict::yes_as(format!("rejects {}", rejected.join(", ")))
+        },
+    );
     Ok(support)
 }
 

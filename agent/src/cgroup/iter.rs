@@ -65,6 +65,21 @@ pub enum IterError {
     Overflow(u32),
 }
 
+impl IterError {
+    /// Whether the kernel (or its BTF, or the agent's privileges) cannot
+    /// run the iterator at all, as opposed to one pass that went wrong.
+    pub fn kernel_lacks_it(&self) -> bool {
+        matches!(
+            self,
+            IterError::NoBtf(_)
+                | IterError::NoCgroupIterator
+                | IterError::Btf(_)
+                | IterError::Load(_)
+                | IterError::Unavailable(_)
+        )
+    }
+}
+
 impl From<BtfError> for IterError {
     fn from(e: BtfError) -> Self {
         IterError::Btf(e)

@@ -24,6 +24,7 @@ use crate::cgroup::iter::{IterError, Walker};
 use crate::cgroup::root;
 use crate::cgroup::walk::{self, WalkError};
 use crate::coverage;
+use crate::features::{self, Feature, Verdict};
 
 impl From<&WalkError> for ScanError {
     fn from(e: &WalkError) -> ScanError {
@@ -193,9 +194,15 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         WalkMethod::Auto | WalkMethod::BpfIter => {
             let mut sink = new_sink();
             match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &ctx, &mut sink)).and_then(|r| r) {
-                Ok((stats, iter_stats)) => Some((sink, stats, iter_stats)),
+                Ok((stats, iter_stats)) => {
+                    features::record(Feature::IterCgroup, Verdict::yes());
+                    Some((sink, stats, iter_stats))
+                }
                 Err(e) if opts.walk == WalkMethod::BpfIter => return Err(AuditError::Iter(e)),
                 Err(e) => {
+                    if e.kernel_lacks_it() {
+                        features::record(Feature::IterCgroup, Verdict::no(&e));
+                    }
                     walk_info.fallback = Some(e.to_string());
                     None
                 }
@@ -277,6 +284,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         cgroups_vanished: vanished,
         walk: walk_info,
         unsupported_attach_types: support.unsupported,
+        kernel_features: features::found(),
         attachments,
         programs,
         cgroup_links,

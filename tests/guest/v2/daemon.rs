@@ -16,6 +16,21 @@ fn the_daemon_at_the_real_root_reports_the_seed_and_stops_cleanly() {
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
     let best = ["fexit", "kprobe"].into_iter().find(|s| g.accepts(s)).unwrap_or("reading");
     assert_eq!(d.metric(&format!(r#"cgaudit_event_source{{source="{best}"}}"#)), Some(1.0), "{}", d.logs());
+    // What this kernel takes, each tried once: shown in /audit, logged once.
+    let report: serde_json::Value = serde_json::from_str(&d.get("/audit").1).expect("/audit is JSON");
+    let f = &report["kernel_features"];
+    assert_eq!(f["fexit"]["works"], g.accepts("fexit"), "{f}");
+    if g.accepts("fexit") {
+        assert!(f.get("kprobe").is_none(), "auto stops at the first source that starts: {f}");
+    } else {
+        assert_eq!(f["kprobe"]["works"], true, "{f}");
+    }
+    assert_eq!(f["iter_cgroup"]["works"], g.version() >= (6, 1), "the cgroup iterator came in 6.1: {f}");
+    assert_eq!(f["btf_mmap"]["works"], false, "vmlinux BTF can be mapped from 6.16: {f}");
+    let memlock = if g.version() >= (5, 11) { "memory cgroups" } else { "RLIMIT_MEMLOCK" };
+    assert_eq!(f["memlock_accounting"]["detail"], memlock, "{f}");
+    assert_eq!(f["attach_types"]["works"], true, "{f}");
+    assert_eq!(d.logs().matches("kernel features:").count(), 1, "{}", d.logs());
     let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
     assert_eq!(d.metric(below), Some(0.0));
 

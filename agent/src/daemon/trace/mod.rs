@@ -134,6 +134,18 @@ pub fn start(asked: Source) -> Result<Started, StartError> {
                 r
             }
         };
+        let feature = match source {
+            Source::Fexit => Some(crate::features::Feature::Fexit),
+            Source::Kprobe => Some(crate::features::Feature::Kprobe),
+            _ => None,
+        };
+        if let Some(feature) = feature {
+            let verdict = match &started {
+                Ok(_) => crate::features::Verdict::yes(),
+                Err(e) => crate::features::Verdict::no(e),
+            };
+            crate::features::record(feature, verdict);
+        }
         match started {
             Ok(mut tracer) => {
                 notes.append(&mut tracer.notes);

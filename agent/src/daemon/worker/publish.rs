@@ -178,7 +178,10 @@ impl Worker {
         crate::bpf::sys::release_free_heap();
         self.rendered = None;
         self.shared.last_success.store(unix_now(), Ordering::Relaxed);
-        self.shared.ready.store(true, Ordering::Relaxed);
+        if !self.shared.ready.swap(true, Ordering::Relaxed) {
+            // Once: the first pass has tried what the event source did not.
+            tracing::info!("kernel features: {}", crate::features::summary(&crate::features::found()));
+        }
         self.remediate(&report);
         self.schedule.pass_done(Instant::now(), took, untracked, jittered(self.config.interval));
     }
