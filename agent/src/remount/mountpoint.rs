@@ -170,7 +170,7 @@ pub fn inspect(proc_self: BorrowedFd<'_>, path: &Path) -> Result<Inspected, Fail
     } else {
         let fd = dirs[dirs.len() - 1].as_fd();
         let magic = rustix::fs::fstatfs(fd).map_err(call("fstatfs", path))?.f_type;
-        #[allow(clippy::unnecessary_cast)] // f_type is i64 on x86_64, u32/i32 elsewhere
+        #[allow(clippy::unnecessary_cast, reason = "f_type is i64 on x86_64, u32 or i32 elsewhere")]
         let cgroup2 = magic as i64 == CGROUP2_SUPER_MAGIC;
         let (fs_type, mountinfo_root) = mount_text(proc_self, top.stx_mnt_id);
         PathState::Mounted { fs_type, mountinfo_root, top_cgroup_id: cgroup2.then_some(top.stx_ino) }
