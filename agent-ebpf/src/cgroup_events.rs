@@ -1,7 +1,7 @@
 //! Reports the changes made to cgroup BPF attachments and to the cgroup
 //! tree, so the agent updates its picture of the node at once instead of
 //! re-reading it. The agent loads one set of these programs, the best the
-//! kernel allows (see agent/src/trace.rs):
+//! kernel allows (see agent/src/daemon/trace/):
 //!
 //! - **fexit/fentry** on the kernel functions that change cgroup
 //!   attachments, which run only when something attaches, detaches,

@@ -10,6 +10,7 @@ pub mod host;
 mod in_root;
 pub mod intent;
 pub mod names;
+pub mod v1_net;
 pub mod visit;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -253,15 +254,15 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     // Read only where it can change a verdict: v1 net controllers on the
     // node and CNI socket-LB programs below the hierarchy's real root.
-    let v1_net_controllers = host::v1_net_controllers(&opts.proc);
+    let v1_net_controllers = v1_net::v1_net_controllers(&opts.proc);
     let below_real_root = |a: &Attachment| {
         a.attach_type.is_socket_lb()
             && (a.cgroup_id != audit_root.cgroup_id || audit_root.cgroup_id != root::ROOT_CGROUP_ID)
     };
     let socket_matching = (!v1_net_controllers.is_empty() && attachments.iter().any(below_real_root)).then(|| {
         crate::snapshot::SocketMatching {
-            kernel_lacks_fix: host::kernel_lacks_socket_matching_fix(),
-            in_use: host::net_controllers_in_use(&opts.proc, &v1_net_controllers),
+            kernel_lacks_fix: v1_net::kernel_lacks_socket_matching_fix(),
+            in_use: v1_net::net_controllers_in_use(&opts.proc, &v1_net_controllers),
         }
     });
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));

@@ -1,0 +1,267 @@
+use super::*;
+use crate::bpf::AttachFlags;
+use crate::bpf::BpfCommand;
+use crate::bpf::ProgType;
+use crate::bpf::programs::Program;
+use crate::cgroup::tree::Record;
+use crate::fixtures::*;
+use crate::snapshot::{Change, Effective, Hints};
+
+const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+
+fn ev(change: Change) -> Event {
+    Event { seq: 1, time_unix_ms: 1, change, pid: 7, tid: 7, comm: "runc".into(), caller_cgroup_id: 1 }
+}
+
+fn t(n: &str) -> AttachType {
+    AttachType::from_name(n).unwrap()
+}
+
+fn connect4(e: &Effective) -> Vec<u32> {
+    e.get(&t("connect4")).cloned().unwrap_or_default()
+}
+
+/// A node: root 1, /kubepods 2, /kubepods/burstable 3, one pod 4.
+fn picture() -> Picture {
+    let mut s = node();
+    s.pods.push(pod_cgroup(&format!("/kubepods/burstable/pod{POD_UID}"), 4, POD_UID, &[]));
+    let mut tree = Tree::new(1);
+    let pod = format!("pod{POD_UID}");
+    for (id, parent, name) in [(2, 1, "kubepods"), (3, 2, "burstable"), (4, 3, pod.as_str())] {
+        assert!(tree.add(Record { id, parent, name: name.as_bytes(), own: &[] }, false, None));
+    }
+    s.tree = Some(tree);
+    Picture::new(s)
+}
+
+fn made(id: u64, parent: u64, name: &str) -> Event {
+    ev(Change::CgroupMade { cgroup_id: id, parent_id: parent, name: name.as_bytes().to_vec() })
+}
+
+/// What is in effect for the pod (or its first container).
+fn pod_effective(p: &mut Picture) -> Effective {
+    (*p.snapshot().pods[0].effective).clone()
+}
+
+/// cgroups made one by one between full passes count against
+/// --max-cgroups too: past it the tree goes, and a full pass is asked for.
+#[test]
+fn cgroups_made_past_the_limit_let_the_tree_go() {
+    let mut p = picture();
+    p.limit_tree(6);
+    assert_eq!(p.apply(&made(5, 4, "c1")), Effect::Applied { findings: true });
+    assert_eq!(p.apply(&made(6, 4, "c2")), Effect::Applied { findings: true });
+    assert!(p.tracked());
+    assert_eq!(p.apply(&made(7, 4, "c3")), Effect::Unplaced, "a 7th cgroup");
+    assert!(!p.tracked());
+}
+
+/// Past --max-cgroups: no tree. A call about a cgroup asks for a full
+/// pass (it cannot be placed); cgroups made and removed wait for one.
+#[test]
+fn without_the_tree_a_cgroup_call_asks_for_a_full_pass() {
+    let mut p = picture();
+    p.drop_tree();
+    assert!(!p.tracked());
+    let call = |cgroup_id| {
+        ev(Change::BpfCall {
+            command: BpfCommand::ProgAttach,
+            cgroup_id,
+            attach_type: Some(t("connect4")),
+            prog_id: Some(9),
+            link_id: None,
+            flags: 0,
+            hints: Hints::default(),
+        })
+    };
+    assert_eq!(p.apply(&call(Some(4))), Effect::Unplaced);
+    assert_eq!(p.apply(&call(None)), Effect::Unplaced);
+    assert_eq!(p.apply(&made(9, 4, "x")), Effect::Nothing);
+    assert_eq!(p.path(4), None);
+    assert_eq!(p.cgroups(), p.last().cgroups_scanned);
+}
+
+fn multi(hook: &str, prog_id: u32) -> Attached {
+    Attached { attach_type: t(hook), flags: AttachFlags::Multi, prog_id }
+}
+
+fn call(command: BpfCommand, cgroup_id: Option<u64>, hook: &str, prog_id: u32, link_id: Option<u32>) -> Change {
+    Change::BpfCall {
+        command,
+        cgroup_id,
+        attach_type: AttachType::from_name(hook),
+        prog_id: Some(prog_id),
+        link_id,
+        flags: 2,
+        hints: Hints::CGROUP,
+    }
+}
+
+fn all() -> Vec<AttachType> {
+    AttachType::all().collect()
+}
+
+#[test]
+fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again() {
+    let mut p = picture();
+    let e = p.apply(&made(5, 4, "ctr"));
+    assert_eq!(e, Effect::Applied { findings: true }, "a new container may lack what the pod has");
+    assert_eq!(p.snapshot().pods[0].containers.iter().map(|c| c.cgroup_id).collect::<Vec<_>>(), [5]);
+    let path = format!("/kubepods/burstable/pod{POD_UID}/ctr");
+    assert_eq!(p.path(5).as_deref(), Some(path.as_str()));
+    let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
+    let check = Check::Holds { prog_id: 90, hook: t("device") };
+    assert_eq!(e, Effect::Reread { cgroup_id: 5, programs: vec![90], check });
+    let (removed, added, findings) = p.set_hook(5, &all(), &[multi("device", 90)], None);
+    assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
+    assert_eq!(p.snapshot().attachments.len(), 1);
+    // Removed with its cgroup.
+    assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 5 })), Effect::Applied { findings: true });
+    assert!(p.snapshot().pods[0].containers.is_empty());
+    assert!(p.snapshot().attachments.is_empty());
+    assert_eq!(p.path(5), None);
+}
+
+#[test]
+fn a_link_the_kernel_releases_leaves_its_hook_whatever_a_reading_meanwhile_lists() {
+    let mut p = picture();
+    // A link made on the pod's cgroup, then its last fd closed: the
+    // release's event arrives before the kernel has taken it off the
+    // hook, so the reading it asks for must not put it back.
+    assert!(matches!(
+        p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 90, Some(7)))),
+        Effect::Reread { .. }
+    ));
+    let released = Change::BpfCall {
+        command: BpfCommand::LinkReleased,
+        cgroup_id: None,
+        attach_type: None,
+        prog_id: None,
+        link_id: Some(7),
+        flags: 0,
+        hints: Hints::default(),
+    };
+    let check = Check::Released { prog_id: 90, hook: t("connect4") };
+    assert_eq!(p.apply(&ev(released)), Effect::Reread { cgroup_id: 4, programs: vec![], check });
+    assert!(check.holds(&[], &[multi("connect4", 90)]), "borne out even by a reading made before the release");
+}
+
+#[test]
+fn what_the_call_named_is_a_hint_what_the_kernel_lists_is_the_answer() {
+    let mut p = picture();
+    // The call said device; the kernel lists a connect4 program: the
+    // picture holds what the kernel lists.
+    let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(4), "device", 90, None)));
+    assert!(matches!(e, Effect::Reread { cgroup_id: 4, .. }));
+    let (_, added, findings) = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]));
+    assert_eq!(added[0].attach_type, t("connect4"));
+    assert!(findings, "a socket-LB hook may change findings");
+}
+
+#[test]
+fn a_cgroup_call_that_cannot_be_placed_asks_for_a_full_pass() {
+    let mut p = picture();
+    assert_eq!(p.apply(&ev(call(BpfCommand::ProgAttach, None, "connect4", 1, None))), Effect::Unplaced);
+    // Not a cgroup hook and no cgroup: an XDP or TCX call.
+    let xdp = Change::BpfCall {
+        command: BpfCommand::LinkCreate,
+        cgroup_id: None,
+        attach_type: None,
+        prog_id: Some(1),
+        link_id: Some(9),
+        flags: 0,
+        hints: Hints::default(),
+    };
+    assert_eq!(p.apply(&ev(xdp)), Effect::Nothing);
+}
+
+#[test]
+fn events_outside_the_audited_tree_change_nothing() {
+    let mut p = picture();
+    let g = p.generation();
+    assert_eq!(p.apply(&made(50, 49, "x")), Effect::Nothing);
+    assert_eq!(p.apply(&ev(call(BpfCommand::ProgAttach, Some(51), "connect4", 1, None))), Effect::Nothing);
+    assert_eq!(p.apply(&ev(Change::CgroupRemoved { cgroup_id: 52 })), Effect::Nothing);
+    assert_eq!(p.generation(), g);
+}
+
+#[test]
+fn effective_programs_follow_the_kernels_inheritance_rule() {
+    let mut p = picture();
+    let c4 = [t("connect4")];
+    // connect4 at the root (multi) and on /kubepods (multi): both run.
+    p.set_hook(1, &c4, &[multi("connect4", 10)], None);
+    p.set_hook(2, &c4, &[multi("connect4", 20)], None);
+    assert_eq!(connect4(&pod_effective(&mut p)), [20, 10], "the pod was placed again");
+    // /kubepods exclusive, an override program on /kubepods/burstable:
+    // the nearest runs; /kubepods (not multi) is skipped once one is
+    // found; the root (multi) adds its own.
+    let none = Attached { attach_type: t("connect4"), flags: AttachFlags::None, prog_id: 20 };
+    let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30 };
+    p.set_hook(2, &c4, &[none], None);
+    p.set_hook(3, &c4, &[over], None);
+    assert_eq!(connect4(&pod_effective(&mut p)), [30, 10]);
+    // Nothing on the hooks: nothing in effect.
+    for cg in [1, 2, 3] {
+        p.set_hook(cg, &c4, &[], None);
+    }
+    assert!(pod_effective(&mut p).is_empty());
+}
+
+#[test]
+fn a_new_pod_is_judged_by_what_is_in_effect_for_it() {
+    let mut p = picture();
+    p.snap.programs.insert(10, Program::new(10, "cil_sock4_connect", ProgType::CgroupSockAddr));
+    p.set_hook(1, &[t("connect4")], &[multi("connect4", 10)], None);
+    let uid = "11111111-2222-4333-8444-555555555555";
+    let e = p.apply(&made(6, 3, &format!("pod{uid}")));
+    assert_eq!(e, Effect::Applied { findings: true });
+    let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
+    assert_eq!(connect4(&pod.effective), [10]);
+    // Its container's set is the pod's own (judging reads each set once).
+    p.apply(&made(7, 6, "ctr"));
+    let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&pod.effective, &pod.containers[0].effective));
+}
+
+#[test]
+fn links_are_named_go_defunct_on_detach_and_are_reconciled_by_a_sweep() {
+    let mut p = picture();
+    p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 10, Some(3))));
+    p.set_hook(4, &all(), &[multi("connect4", 10)], Some(vec![]));
+    assert_eq!(p.snapshot().attachments[0].link_id, Some(3), "the link is named on its attachment");
+    // LINK_DETACH names the link; its cgroup comes from the picture.
+    let detach = Change::BpfCall {
+        command: BpfCommand::LinkDetach,
+        cgroup_id: None,
+        attach_type: None,
+        prog_id: None,
+        link_id: Some(3),
+        flags: 0,
+        hints: Hints::default(),
+    };
+    assert!(matches!(p.apply(&ev(detach)), Effect::Reread { cgroup_id: 4, .. }));
+    assert_eq!(p.snapshot().cgroup_links[0].cgroup_id, 0, "defunct while something holds it");
+    // The sweep finds it gone (its last fd closed): nothing to re-read,
+    // its cgroup was already.
+    assert!(p.reconcile_links(vec![]).is_empty());
+    assert!(p.snapshot().cgroup_links.is_empty());
+    // A link the picture never saw made (its last fd closed before any
+    // event): the sweep names its cgroup to read again.
+    let seen = CgroupLinkInfo { link_id: 8, prog_id: 10, cgroup_id: 4, attach_type: t("connect4").kernel_value() };
+    assert_eq!(p.reconcile_links(vec![seen]), vec![4]);
+    assert!(p.reconcile_links(vec![seen]).is_empty(), "no change, nothing to read");
+}
+
+#[test]
+fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
+    let mut p = picture();
+    let procs = vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }];
+    let (_, _, findings) = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()));
+    assert!(findings);
+    let path = format!("/kubepods/burstable/pod{POD_UID}");
+    assert_eq!(p.snapshot().processes.get(&path), Some(&procs));
+    let (removed, _, findings) = p.set_hook(4, &all(), &[], None);
+    assert!(findings && removed.len() == 1);
+    assert!(!p.snapshot().processes.contains_key(&path));
+}

@@ -1,0 +1,208 @@
+use std::sync::LazyLock;
+
+use super::*;
+
+static T0: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// The instant `ms` milliseconds after the start.
+fn t(ms: u64) -> Instant {
+    *T0 + Duration::from_millis(ms)
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// A schedule whose start-up pass ran from 0 to 200 ms, tracked, with
+/// the next interval pass an hour later.
+fn after_startup(link_sweep: bool, reading: bool) -> Schedule {
+    let mut s = Schedule::new(t(0), HOUR, link_sweep, reading);
+    s.pass_started(t(0));
+    s.pass_done(t(200), ms(200), false, HOUR);
+    s
+}
+
+#[test]
+fn the_start_up_pass_is_due_at_once() {
+    let s = Schedule::new(t(0), HOUR, false, false);
+    assert_eq!(s.next(t(0)), Next::FullPass(Trigger::Startup));
+}
+
+#[test]
+fn after_a_pass_nothing_is_due_until_the_interval_and_the_wait_is_a_heartbeat_at_most() {
+    let s = after_startup(false, false);
+    assert_eq!(s.next(t(300)), Next::Wait(HEARTBEAT));
+    let at = t(200) + HOUR;
+    assert_eq!(s.next(at - ms(1)), Next::Wait(ms(1)));
+    assert_eq!(s.next(at), Next::FullPass(Trigger::Interval));
+}
+
+#[test]
+fn full_passes_asked_for_by_events_are_five_seconds_apart() {
+    let mut s = after_startup(false, false);
+    s.ask_full_pass(t(300), Trigger::Unplaced);
+    assert_eq!(s.next(t(300)), Next::Wait(ms(4700)));
+    assert_eq!(s.next(t(4999)), Next::Wait(ms(1)));
+    assert_eq!(s.next(t(5000)), Next::FullPass(Trigger::Unplaced));
+    // Long after the last pass, an ask is due at once.
+    s.pass_started(t(5000));
+    s.pass_done(t(5100), ms(100), false, HOUR);
+    s.ask_full_pass(t(20_000), Trigger::EventsLost);
+    assert_eq!(s.next(t(20_000)), Next::FullPass(Trigger::EventsLost));
+}
+
+#[test]
+fn an_ask_that_stands_keeps_its_trigger_and_its_moment() {
+    let mut s = after_startup(false, false);
+    s.ask_full_pass(t(300), Trigger::Unplaced);
+    s.ask_full_pass(t(400), Trigger::EventsLost);
+    assert_eq!(s.next(t(5000)), Next::FullPass(Trigger::Unplaced));
+    // The pass clears it.
+    s.pass_started(t(5000));
+    s.pass_done(t(5100), ms(100), false, HOUR);
+    assert_eq!(s.next(t(5100)), Next::Wait(HEARTBEAT));
+}
+
+#[test]
+fn without_the_tree_event_passes_are_twenty_times_their_cost_apart() {
+    let mut s = Schedule::new(t(0), HOUR, false, false);
+    s.pass_started(t(0));
+    s.pass_done(t(1000), ms(1000), true, HOUR);
+    s.ask_full_pass(t(1000), Trigger::Unplaced);
+    assert_eq!(s.next(t(19_999)), Next::Wait(ms(1)));
+    assert_eq!(s.next(t(20_000)), Next::FullPass(Trigger::Unplaced));
+    // A cheap untracked pass still waits the five seconds.
+    s.pass_started(t(20_000));
+    s.pass_done(t(20_010), ms(10), true, HOUR);
+    s.ask_full_pass(t(20_010), Trigger::Unplaced);
+    assert_eq!(s.next(t(24_999)), Next::Wait(ms(1)));
+    assert_eq!(s.next(t(25_000)), Next::FullPass(Trigger::Unplaced));
+}
+
+#[test]
+fn a_failed_pass_is_retried_after_a_second_until_one_succeeds_then_on_the_interval() {
+    let mut s = Schedule::new(t(0), HOUR, false, false);
+    s.pass_started(t(0));
+    s.pass_failed(t(100), ms(100), false, HOUR);
+    assert_eq!(s.next(t(1099)), Next::Wait(ms(1)));
+    assert_eq!(s.next(t(1100)), Next::FullPass(Trigger::Interval));
+    s.pass_started(t(1100));
+    s.pass_failed(t(1200), ms(100), true, ms(30_000));
+    assert_eq!(s.next(t(31_199)), Next::Wait(ms(1)));
+    assert_eq!(s.next(t(31_200)), Next::FullPass(Trigger::Interval));
+    // An interval shorter than the retry is kept.
+    let mut s = Schedule::new(t(0), ms(500), false, false);
+    s.pass_started(t(0));
+    s.pass_failed(t(100), ms(100), false, ms(500));
+    assert_eq!(s.next(t(600)), Next::FullPass(Trigger::Interval));
+}
+
+#[test]
+fn a_judgement_waits_fifty_times_the_last_ones_cost_and_never_more_than_200_ms() {
+    let mut s = after_startup(false, false);
+    // The first change after a quiet spell is judged at once.
+    assert!(s.judge_soon(t(10_000)));
+    s.judged(t(10_000), t(10_001));
+    assert!(!s.judge_soon(t(10_010)));
+    assert!(s.judgement_waiting());
+    assert!(!s.judge_due(t(10_050)));
+    assert_eq!(s.next(t(10_010)), Next::Wait(ms(41)));
+    assert!(s.judge_due(t(10_051)));
+    assert_eq!(s.next(t(10_051)), Next::Again);
+    // A judgement that cost 10 ms is followed by one 200 ms later, not 500.
+    s.judging(t(10_051));
+    s.judged(t(10_051), t(10_061));
+    assert!(!s.judgement_waiting());
+    assert!(!s.judge_soon(t(10_100)));
+    assert!(!s.judge_due(t(10_260)));
+    assert!(s.judge_due(t(10_261)));
+}
+
+#[test]
+fn the_node_state_is_read_at_most_every_two_seconds_and_a_judgement_sooner_comes_again() {
+    let mut s = after_startup(false, false);
+    // The full pass read it at 200 ms.
+    assert!(!s.judging(t(1000)));
+    assert!(!s.judge_due(t(2199)));
+    assert_eq!(s.next(t(1000)), Next::Wait(ms(1200)));
+    assert!(s.judge_due(t(2200)));
+    assert!(s.judging(t(2200)));
+    assert!(!s.judge_due(t(100_000)));
+    assert!(!s.judging(t(4199)));
+    assert!(s.judging(t(4200)));
+}
+
+#[test]
+fn syscall_tracing_lists_the_links_every_five_seconds() {
+    let mut s = after_startup(true, false);
+    assert!(!s.link_sweep_due(t(4999)));
+    assert_eq!(s.next(t(4999)), Next::Wait(ms(1)));
+    assert!(s.link_sweep_due(t(5000)));
+    assert!(!s.link_sweep_due(t(5001)));
+    assert!(s.link_sweep_due(t(10_000)));
+    // Other sources never do.
+    let mut s = after_startup(false, true);
+    assert!(!s.link_sweep_due(t(100_000)));
+}
+
+#[test]
+fn the_reading_sweep_comes_a_hundred_times_its_cost_later_within_two_and_eight_seconds() {
+    let mut s = after_startup(false, true);
+    assert!(!s.sweep_due(t(1999)));
+    assert!(s.sweep_due(t(2000)));
+    assert_eq!(s.swept(t(2000), ms(1)), Some(ms(2000)));
+    assert_eq!(s.swept(t(2000), ms(50)), Some(ms(5000)));
+    assert!(!s.sweep_due(t(6999)) && s.sweep_due(t(7000)));
+    assert_eq!(s.swept(t(2000), ms(1000)), Some(ms(8000)));
+    assert_eq!(s.swept(t(2000), Duration::MAX), Some(ms(8000)));
+    // Never longer than --interval.
+    let mut s = Schedule::new(t(0), ms(3000), false, true);
+    assert_eq!(s.swept(t(0), ms(1000)), Some(ms(3000)));
+    // Without the reading fallback there is no sweep.
+    assert_eq!(after_startup(false, false).swept(t(0), ms(1)), None);
+}
+
+#[test]
+fn a_new_cgroup_is_read_again_a_second_later_and_the_ninth_in_a_second_brings_the_sweep_forward() {
+    let mut s = after_startup(false, true);
+    s.swept(t(0), ms(80)); // next sweep at 8 s
+    for id in 1..=9 {
+        s.new_cgroup(t(1000 + id), id);
+    }
+    assert!(!s.read_due(t(1999)));
+    assert_eq!(s.take_new_cgroup(t(2000)), None);
+    assert!(s.read_due(t(2001)));
+    let read: Vec<u64> = std::iter::from_fn(|| s.take_new_cgroup(t(2008))).collect();
+    assert_eq!(read, (1..=8).collect::<Vec<_>>());
+    // The ninth is found by the sweep, brought forward to its moment
+    // (never sooner than two seconds after the last sweep).
+    assert!(!s.sweep_due(t(2008)));
+    assert!(s.sweep_due(t(2009)));
+    // A new second counts again.
+    s.swept(t(2010), ms(80));
+    s.new_cgroup(t(2100), 10);
+    assert_eq!(s.take_new_cgroup(t(3100)), Some(10));
+}
+
+#[test]
+fn the_sweep_brought_forward_is_never_sooner_than_two_seconds_after_the_last() {
+    let mut s = after_startup(false, true);
+    s.swept(t(1000), ms(80)); // next at 9 s
+    for id in 1..=9 {
+        s.new_cgroup(t(1000), id);
+    }
+    // The ninth's moment is 2 s, the last sweep ended at 1 s: 3 s.
+    assert!(!s.sweep_due(t(2999)));
+    assert!(s.sweep_due(t(3000)));
+}
+
+#[test]
+fn a_mount_is_remediated_at_most_once_in_five_minutes() {
+    let mut s = after_startup(false, false);
+    assert!(s.may_remediate("/run/cilium/cgroupv2", t(0)));
+    assert!(!s.may_remediate("/run/cilium/cgroupv2", t(299_999)));
+    assert!(s.may_remediate("/run/calico/cgroup", t(1000)));
+    assert!(s.may_remediate("/run/cilium/cgroupv2", t(300_000)));
+}
