@@ -17,11 +17,7 @@ fn kernel(progs: u32, flags: u32) -> Vec<u8> {
         "cgroup_bpf",
         KIND_STRUCT,
         bpf_size,
-        &[
-            ("effective", effective, 0),
-            ("progs", progs_t, 8 * 8 * 38),
-            ("flags", flags_t, 8 * (8 * 38 + 8 * progs)),
-        ],
+        &[("effective", effective, 0), ("progs", progs_t, 8 * 8 * 38), ("flags", flags_t, 8 * (8 * 38 + 8 * progs))],
     );
     b.compound(
         "cgroup",
@@ -45,9 +41,7 @@ fn arrays_larger_than_the_iterators_buffers_are_refused_at_load() {
     let err = kernel_layout(&Types::parse(&fits).unwrap()).unwrap_err().to_string();
     assert!(!err.contains("buffer"), "{err}");
     // A kernel whose progs or flags outgrow the fixed reads.
-    for (progs, flags, what) in
-        [(MAX_ATYPES as u32 + 1, 38, "progs"), (38, 8 * (MAX_ATYPES as u32 / 2) + 1, "flags")]
-    {
+    for (progs, flags, what) in [(MAX_ATYPES as u32 + 1, 38, "progs"), (38, 8 * (MAX_ATYPES as u32 / 2) + 1, "flags")] {
         let data = kernel(progs, flags);
         let err = kernel_layout(&Types::parse(&data).unwrap()).unwrap_err().to_string();
         assert!(err.contains(&format!("cgroup_bpf.{what} of at most")), "{err}");
