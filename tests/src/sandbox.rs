@@ -68,7 +68,7 @@ impl Sandbox {
 /// agent is told the sandbox is a node (`--nested-node`, by its variable):
 /// its PID namespace is not the initial one and nothing of a Kubernetes
 /// node runs in it, which the agent otherwise takes for a pod without
-/// hostPID (tests/tests/deploy.rs runs that case in a real container).
+/// hostPID (tests/tests/suite/deploy.rs runs that case in a real container).
 pub fn command_in(pid1: u32, program: &Path, args: &[&str]) -> Command {
     let mut c = Command::new("nsenter");
     c.arg("--target").arg(pid1.to_string()).args(["--pid", "--mount", "--"]).arg(program).args(args);

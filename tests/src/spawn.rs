@@ -33,7 +33,7 @@ pub fn shipped_agent_bin() -> PathBuf {
     p
 }
 
-/// The `fixture` binary (tests/src/bin/fixture.rs): `$CGAUDIT_FIXTURE`,
+/// The `fixture` binary (tests/src/bin/fixture/): `$CGAUDIT_FIXTURE`,
 /// else next to the agent under test.
 pub fn fixture_bin() -> PathBuf {
     std::env::var_os("CGAUDIT_FIXTURE").map(PathBuf::from).unwrap_or_else(|| agent_bin().with_file_name("fixture"))
