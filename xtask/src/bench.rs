@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the benchmark binary (`tests/src/bin/bench.rs`),
+//! `cargo xtask bench`: the benchmark binary (`tests/src/bin/bench/`),
 //! built in release, against the release agent, with bpftool side by side.
 
 use std::process::Command;

@@ -24,6 +24,8 @@ mod dist;
 mod guest;
 mod helm;
 mod kernels;
+#[cfg(test)]
+mod layout;
 mod platforms;
 mod runner;
 mod tally;

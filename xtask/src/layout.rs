@@ -1,0 +1,94 @@
+//! The README's "Project layout" is checked against the tree: a file or
+//! directory it names that does not exist fails `cargo test -p xtask`.
+//!
+//! A name counts as found when it is a path from the workspace root, from
+//! the top-level directory of the line it is on (`agent/`, `tests/`, ...),
+//! or the end of some path below that directory (`query.rs` in
+//! `src/bpf/`). Only names that look like files (`.rs`, `.md`, `.yaml`,
+//! `.toml`) or directories (a trailing `/`) are checked.
+
+use std::path::{Path, PathBuf};
+
+/// The lines of the fenced block under `## Project layout`.
+fn layout_block(readme: &str) -> Vec<&str> {
+    let Some(start) = readme.find("\n## Project layout") else { return Vec::new() };
+    readme[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("```"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect()
+}
+
+/// The names a layout line mentions that must exist.
+fn names(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || ",;:()`'".contains(c)).filter(|w| {
+        !w.is_empty()
+            && !w.starts_with('/')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+            && (w.ends_with('/') || [".rs", ".md", ".yaml", ".toml"].iter().any(|e| w.ends_with(e)))
+    })
+}
+
+fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let path = e.path();
+        if e.file_name() == "target" || e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            out.push(path.clone());
+            files_below(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// What the layout names that is not in the tree below `root`.
+fn missing(readme: &str, root: &Path) -> Vec<String> {
+    let mut all = Vec::new();
+    files_below(root, &mut all);
+    let mut top = root.to_path_buf();
+    let mut missing = Vec::new();
+    for line in layout_block(readme) {
+        // A line that starts at the left names its top-level directory.
+        if let Some(first) = line.split_whitespace().next().filter(|_| !line.starts_with(' '))
+            && first.ends_with('/')
+        {
+            top = root.join(first);
+        }
+        for name in names(line) {
+            let trimmed = name.trim_end_matches('/');
+            let found = root.join(trimmed).exists()
+                || top.join(trimmed).exists()
+                || all.iter().any(|p| p.starts_with(&top) && p.ends_with(trimmed));
+            if !found {
+                missing.push(format!("{name} (under {})", top.strip_prefix(root).unwrap_or(&top).display()));
+            }
+        }
+    }
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readmes_project_layout_names_only_what_exists() {
+        let root = crate::workspace_root();
+        let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+        assert!(layout_block(&readme).len() > 10, "the README has a Project layout block");
+        let gone = missing(&readme, &root);
+        assert!(gone.is_empty(), "the README's Project layout names what does not exist: {gone:?}");
+    }
+
+    #[test]
+    fn a_renamed_file_is_caught() {
+        let root = crate::workspace_root();
+        let readme = "\n## Project layout\n\n```\nagent/   the agent\n  src/cli.rs  flags\n  src/gone.rs  what was\n  src/bpf/   query.rs, vanished.rs; iter/cgroup\nxtask/  runner.rs\n```\n";
+        assert_eq!(missing(readme, &root), ["src/gone.rs (under agent)", "vanished.rs (under agent)"]);
+    }
+}
