@@ -51,14 +51,24 @@ pub enum IterError {
     #[error(transparent)]
     Btf(BtfError),
     #[error("loading the iter/cgroup program (kernel 6.1+, CAP_BPF and CAP_PERFMON): {0}")]
-    Load(String),
+    Load(#[source] object::LoadError),
+    /// The loaded object lacks what the agent built into it.
+    #[error("the iter/cgroup object has no {0}")]
+    Missing(&'static str),
+    #[error("the iter/cgroup object's map {name}: {error}")]
+    Map {
+        name: &'static str,
+        #[source]
+        error: aya::maps::MapError,
+    },
     #[error(transparent)]
     Syscall(#[from] sys::SyscallError),
     #[error("reading the iterator: {0}")]
     Read(std::io::Error),
-    /// Why the walker could not be made, as found on first use.
-    #[error("{0}")]
-    Unavailable(String),
+    /// Why the walker could not be made, as found on first use (and kept:
+    /// every later pass says the same).
+    #[error(transparent)]
+    Unavailable(std::sync::Arc<IterError>),
     #[error("{0} kernel read(s) failed inside the iterator")]
     KernelRead(u64),
     #[error("the record buffer overflowed even at {0} bytes")]
@@ -75,6 +85,7 @@ impl IterError {
                 | IterError::NoCgroupIterator
                 | IterError::Btf(_)
                 | IterError::Load(_)
+                | IterError::Missing(_)
                 | IterError::Unavailable(_)
         )
     }
@@ -258,7 +269,7 @@ pub struct Walker {
 /// The process's walker, or why it cannot be made: the daemon audits many
 /// times with one, and does not re-read the kernel's BTF each time to learn
 /// again that the kernel lacks what the program needs.
-static SHARED: Mutex<Option<Result<Walker, String>>> = Mutex::new(None);
+static SHARED: Mutex<Option<Result<Walker, std::sync::Arc<IterError>>>> = Mutex::new(None);
 
 impl Walker {
     pub fn new() -> Result<Walker, IterError> {
@@ -273,7 +284,7 @@ impl Walker {
     /// Runs `f` with the process's walker, making it on first use.
     pub fn shared<R>(f: impl FnOnce(&Walker) -> R) -> Result<R, IterError> {
         let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.get_or_insert_with(|| Walker::new().map_err(|e| e.to_string())) {
+        match slot.get_or_insert_with(|| Walker::new().map_err(std::sync::Arc::new)) {
             Ok(walker) => Ok(f(walker)),
             Err(why) => Err(IterError::Unavailable(why.clone())),
         }
@@ -334,8 +345,8 @@ fn walk(
                 max_entries: &[("CGROUP_RECORDS", size)],
             },
         )
-        .map_err(|e| IterError::Load(e.to_string()))?;
-        let prog = loaded.prog(PROGRAM).ok_or_else(|| IterError::Load(format!("{PROGRAM} was not loaded")))?;
+        .map_err(IterError::Load)?;
+        let prog = loaded.prog(PROGRAM).ok_or(IterError::Missing(PROGRAM))?;
         let link = sys::cgroup_iter_link_create(prog, root)?;
         let reader = fs::File::from(sys::iter_create(link.as_fd())?);
         let records = loaded.take_map("CGROUP_RECORDS").map(Map::RingBuf);
@@ -366,9 +377,9 @@ fn walk(
 }
 
 /// A map of the loaded object as the reader's type.
-fn typed<T: TryFrom<Map, Error = aya::maps::MapError>>(map: Option<Map>, name: &str) -> Result<T, IterError> {
-    let map = map.ok_or_else(|| IterError::Load(format!("{name} missing from the object")))?;
-    map.try_into().map_err(|e: aya::maps::MapError| IterError::Load(format!("{name}: {e}")))
+fn typed<T: TryFrom<Map, Error = aya::maps::MapError>>(map: Option<Map>, name: &'static str) -> Result<T, IterError> {
+    let map = map.ok_or(IterError::Missing(name))?;
+    map.try_into().map_err(|error| IterError::Map { name, error })
 }
 
 /// Runs the pass (one `read(2)` of the iterator, on its own thread) while

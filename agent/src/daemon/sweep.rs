@@ -20,13 +20,22 @@ pub struct Sweep {
     pub attached: HashMap<u64, Vec<Attached>>,
 }
 
+/// Why a sweep saw nothing: the call that failed, and on which cgroup.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("dup of the audit root's fd: {0}")]
+    Dup(#[source] std::io::Error),
+    #[error("{op} of cgroup {cgroup:?}: {error}")]
+    Walk { op: String, cgroup: String, error: String },
+}
+
 /// Sweeps the tree below `root` (cgroup `root_id`). `in_kernel`: try the
 /// iterator first. `Err` only when no walk could run at all.
-pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: bool) -> Result<Sweep, String> {
+pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: bool) -> Result<Sweep, SweepError> {
     if in_kernel && let Ok(Ok(s)) = Walker::shared(|w| iterated(w, root)) {
         return Ok(s);
     }
-    let fd = root.try_clone_to_owned().map_err(|e| format!("dup the root: {e}"))?;
+    let fd = root.try_clone_to_owned().map_err(SweepError::Dup)?;
     let mut out = Sweep::default();
     let mut raw = Vec::new();
     let stats = walk::walk(fd, root_id, |entry, fd| {
@@ -44,7 +53,7 @@ pub fn sweep(root: BorrowedFd<'_>, root_id: u64, support: &Support, in_kernel: b
         }
     });
     if let Some(e) = stats.errors.first() {
-        return Err(format!("{}: {}", e.op, e.error));
+        return Err(SweepError::Walk { op: e.op.clone(), cgroup: e.cgroup.clone(), error: e.error.clone() });
     }
     out.cgroups = stats.scanned;
     Ok(out)
