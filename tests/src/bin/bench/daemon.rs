@@ -255,8 +255,18 @@ pub(super) fn node_cost(n: usize, window: Duration, rates: &[f64], latency: bool
         .find(|s| d.metric(&format!(r#"cgaudit_event_source{{source="{s}"}}"#)) == Some(1.0))
         .unwrap_or("?");
     println!("(event source on this machine: {source}; daemon pid {})", d.child.id());
-    // Let the startup pass's transient work settle.
-    std::thread::sleep(Duration::from_secs(2));
+    // Start-up is paid on every node at every restart: the CPU to turn
+    // ready, and in the 3 s after (also letting that work settle).
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
+    let at_ready = cpu_ticks(d.child.id());
+    std::thread::sleep(Duration::from_secs(3));
+    let after = cpu_ticks(d.child.id()).saturating_sub(at_ready);
+    println!(
+        "{:<44} {:.2} s of CPU until ready, {:.2} s in the 3 s after",
+        format!("{} cgroups, start-up", h.cgroups),
+        at_ready as f64 / hz,
+        after as f64 / hz
+    );
     let c = cost_over(&d, window);
     print_cost(&format!("{} cgroups, idle", h.cgroups), &c, "");
     for &rate in rates {

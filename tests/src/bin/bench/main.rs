@@ -7,7 +7,8 @@
 //!
 //! daemon: detection latency from the bpf() attach call to the metric
 //! changing on /metrics (p50/p99 over N attaches, with event tracing and with
-//! polling only); CPU, peak RSS, full passes and incremental updates of
+//! polling only); start-up CPU (until ready, and in the 3 s after), then
+//! CPU, peak RSS, full passes and incremental updates of
 //! `agent run` on nodes of 10,000 and 50,000 cgroups, idle and while
 //! containers start (5 and 20 a second, each with a runc-like device
 //! program, removed 5 s later), with the detection latency during churn;
