@@ -102,7 +102,7 @@ fn benign_programs_below_the_root_are_listed_not_flagged() {
         Attached::new(&ctr, &runc, 0),
         Attached::new(&ctr, &kmesh, ALLOW_MULTI),
     ];
-    // Kmesh is benign only where the user says it runs (hostile.rs shows
+    // Kmesh is benign only where the user says it runs (hostile/names.rs shows
     // the same program flagged without --kmesh).
     let (code, report) = audit_json(&t, &["--kmesh"]);
     assert_eq!(code, 0, "benign owners are never flagged: {report:#}");
