@@ -82,6 +82,15 @@ fn sbom(arch: Arch, out: &Path) -> Result<String> {
     }
     let stem = format!("agent-linux-{arch}.cdx");
     let manifest = workspace_root().join("agent/Cargo.toml");
+    // The member directories' times, to put back after: agent-ebpf/ is
+    // watched by aya-build (rerun-if-changed), and a file made and removed
+    // there would rebuild the eBPF objects and every agent after this.
+    let members: Vec<(PathBuf, std::time::SystemTime)> = std::fs::read_dir(workspace_root())?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|d| d.join("Cargo.toml").is_file())
+        .filter_map(|d| std::fs::metadata(&d).and_then(|m| m.modified()).ok().map(|t| (d, t)))
+        .collect();
     // What the binary links for its target, not the build's own tools.
     let made = run(cargo()
         .args(["cyclonedx", "--format", "json", "--spec-version", "1.5", "--no-build-deps"])
@@ -102,6 +111,11 @@ fn sbom(arch: Arch, out: &Path) -> Result<String> {
                 .with_context(|| format!("move {} to {}", written.display(), out.display()));
         } else {
             let _ = std::fs::remove_file(&written);
+        }
+    }
+    for (dir, modified) in &members {
+        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.set_modified(*modified)) {
+            eprintln!("xtask: warning: cannot put back the time of {}: {e}", dir.display());
         }
     }
     made?;
