@@ -39,11 +39,9 @@ fn auto_picks_the_best_source_the_kernel_takes() {
         assert!(said.contains("cgroup_bpf_replace is missing from this kernel's BTF but in /proc/kallsyms"), "{logs}");
     }
     guest::platform("events", best);
-    for source in ["fexit", "kprobe", "syscalls"] {
-        // `syscalls` is never auto's pick; what it does here is tried below.
-        if source != "syscalls" {
-            guest::platform(source, if g.accepts(source) { "yes" } else { "refused" });
-        }
+    // `syscalls` is never auto's pick; what it does here is tried below.
+    for source in ["fexit", "kprobe"] {
+        guest::platform(source, if g.accepts(source) { "yes" } else { "refused" });
     }
 }
 
