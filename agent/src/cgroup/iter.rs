@@ -76,18 +76,25 @@ pub enum IterError {
 }
 
 impl IterError {
-    /// Whether the kernel (or its BTF, or the agent's privileges) cannot
-    /// run the iterator at all, as opposed to one pass that went wrong.
+    /// Whether the kernel (or its BTF, or the agent's privileges: a bpf()
+    /// call refused) cannot run the iterator at all, as opposed to one pass
+    /// that went wrong.
     pub fn kernel_lacks_it(&self) -> bool {
-        matches!(
-            self,
+        match self {
             IterError::NoBtf(_)
-                | IterError::NoCgroupIterator
-                | IterError::Btf(_)
-                | IterError::Load(_)
-                | IterError::Missing(_)
-                | IterError::Unavailable(_)
-        )
+            | IterError::NoCgroupIterator
+            | IterError::Btf(_)
+            | IterError::Load(_)
+            | IterError::Missing(_)
+            | IterError::Unavailable(_) => true,
+            // Refused, as a kernel without it or a seccomp profile refuses;
+            // not a call that may work next time (ENOMEM, EAGAIN, EINTR).
+            // (524 is the kernel's own ENOTSUPP, which bpf() can return.)
+            IterError::Syscall(e) => {
+                matches!(e.errno(), Some(libc::EPERM | libc::EACCES | libc::EINVAL | libc::EOPNOTSUPP | 524))
+            }
+            _ => false,
+        }
     }
 }
 

@@ -70,3 +70,20 @@ fn records_decode_field_by_field() {
     assert_eq!((c.id, c.parent_id, &c.name[..], c.populated), (77, 1, &b"pod"[..], true));
     assert!(decode_cgroup(&b[..CGROUP_RECORD_HEADER + 2]).is_none(), "a short record is not read past its end");
 }
+
+#[test]
+fn only_a_refusal_counts_as_the_kernel_lacking_the_iterator() {
+    let call = |errno| {
+        IterError::Syscall(sys::SyscallError {
+            call: "BPF_LINK_CREATE",
+            io_error: std::io::Error::from_raw_os_error(errno),
+        })
+    };
+    assert!(call(libc::EPERM).kernel_lacks_it(), "a seccomp profile's refusal lasts");
+    assert!(call(libc::EINVAL).kernel_lacks_it());
+    assert!(!call(libc::ENOMEM).kernel_lacks_it(), "the next pass may get the memory");
+    assert!(!call(libc::EINTR).kernel_lacks_it());
+    assert!(IterError::NoCgroupIterator.kernel_lacks_it());
+    assert!(!IterError::KernelRead(3).kernel_lacks_it(), "one pass that went wrong");
+    assert!(!IterError::Overflow(1 << 20).kernel_lacks_it());
+}
