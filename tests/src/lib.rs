@@ -77,3 +77,15 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 pub fn unique(tag: &str) -> String {
     format!("cgaudit-test-{tag}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
+
+/// A JSON report without what says how and when it was read (the walk,
+/// the kernel features that walk tried, the time it was made): what two
+/// readings of one node must agree on.
+pub fn what_was_found(mut report: serde_json::Value) -> serde_json::Value {
+    if let Some(r) = report.as_object_mut() {
+        for how in ["walk", "kernel_features", "generated_at"] {
+            r.remove(how);
+        }
+    }
+    report
+}

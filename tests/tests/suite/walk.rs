@@ -19,15 +19,6 @@ fn audit(t: &TestCgroup, walk: &str) -> Value {
     run.json()
 }
 
-/// The report without what says how and when it was read.
-fn answer(mut report: Value) -> Value {
-    let r = report.as_object_mut().unwrap();
-    r.remove("walk");
-    // When each was made (seconds apart).
-    r.remove("generated_at");
-    report
-}
-
 #[test]
 fn both_walks_give_the_same_report_on_a_busy_tree() {
     if !can_run(&[]) {
@@ -65,7 +56,7 @@ fn both_walks_give_the_same_report_on_a_busy_tree() {
     assert_eq!(syscalls["walk"]["method"], "syscalls");
     assert_eq!(iter["attachments"].as_array().unwrap().len(), 10 + 10 + 2 + 8 + 1, "{iter:#}");
     assert_eq!(iter["cgroups_scanned"], syscalls["cgroups_scanned"]);
-    assert_eq!(answer(iter.clone()), answer(syscalls.clone()), "the walks disagree");
+    assert_eq!(what_was_found(iter.clone()), what_was_found(syscalls.clone()), "the walks disagree");
 
     // The misattachment is found by both, with its link ids and flags.
     let kinds: Vec<&str> = iter["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
@@ -96,7 +87,7 @@ fn a_missing_root_program_is_seen_the_same_way_by_both() {
     let _below: Vec<Attached> = lb.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
     let iter = audit(&t, "bpf-iter");
     let syscalls = audit(&t, "syscalls");
-    assert_eq!(answer(iter.clone()), answer(syscalls), "the walks disagree");
+    assert_eq!(what_was_found(iter.clone()), what_was_found(syscalls), "the walks disagree");
     let pods = iter["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "pods_without_socket_lb");
     // Programs on a container cgroup do not reach its pod's cgroup.
     assert_eq!(pods.unwrap_or_else(|| panic!("{iter:#}"))["count"], 2);
@@ -155,7 +146,7 @@ fn when_the_kernel_pass_cannot_run_the_default_walk_falls_back_and_says_why() {
     let reason = fallback["walk"]["fallback_reason"].as_str().unwrap_or_else(|| panic!("{:#}", fallback["walk"]));
     assert!(reason.contains("BPF_LINK_CREATE"), "the reason names the call that failed: {reason}");
     assert_says_each_thing_once(reason);
-    assert_eq!(answer(fallback), answer(normal), "the fallback walk disagrees with the in-kernel one");
+    assert_eq!(what_was_found(fallback), what_was_found(normal), "the fallback walk disagrees with the in-kernel one");
     assert_eq!(programs_left_since(&before), [0u32; 0], "the iterator program that could not attach is unloaded");
 
     let table = agent_without_link_create(&["audit", "--cgroup-root", root]);
