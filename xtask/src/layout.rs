@@ -5,7 +5,9 @@
 //! the top-level directory of the line it is on (`agent/`, `tests/`, ...),
 //! or the end of some path below that directory (`query.rs` in
 //! `src/bpf/`). Only names that look like files (`.rs`, `.md`, `.yaml`,
-//! `.toml`) or directories (a trailing `/`) are checked.
+//! `.toml`) or directories (a trailing `/`) are checked. And every source
+//! directory of the agent (`agent/src/*/`) must be on it: the map shows
+//! every room.
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +74,27 @@ fn missing(readme: &str, root: &Path) -> Vec<String> {
     missing
 }
 
+/// The directories of `agent/src` that the layout never names (nor a path
+/// inside them).
+fn unnamed_dirs(readme: &str, root: &Path) -> Vec<String> {
+    let src = root.join("agent/src");
+    let named: Vec<PathBuf> = layout_block(readme)
+        .iter()
+        .flat_map(|l| names(l))
+        .filter_map(|n| n.strip_prefix("src/"))
+        .map(|n| src.join(n.trim_end_matches('/')))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(&src) else { return vec!["agent/src (unreadable)".into()] };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|d| d.is_dir() && !named.iter().any(|n| n.starts_with(d)))
+        .map(|d| format!("agent/src/{}/", d.file_name().unwrap_or_default().to_string_lossy()))
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +106,19 @@ mod tests {
         assert!(layout_block(&readme).len() > 10, "the README has a Project layout block");
         let gone = missing(&readme, &root);
         assert!(gone.is_empty(), "the README's Project layout names what does not exist: {gone:?}");
+        let unnamed = unnamed_dirs(&readme, &root);
+        assert!(unnamed.is_empty(), "the README's Project layout leaves out: {unnamed:?}");
+    }
+
+    #[test]
+    fn a_source_directory_left_off_the_layout_is_caught() {
+        let root = crate::workspace_root();
+        let readme = "\n## Project layout\n\n```\nagent/   the agent\n  src/bpf/  src/cgroup/tree.rs\n```\n";
+        let unnamed = unnamed_dirs(readme, &root);
+        assert!(unnamed.contains(&"agent/src/daemon/".to_string()), "{unnamed:?}");
+        assert!(
+            !unnamed.contains(&"agent/src/bpf/".to_string()) && !unnamed.contains(&"agent/src/cgroup/".to_string())
+        );
     }
 
     #[test]

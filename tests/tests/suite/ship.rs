@@ -193,44 +193,6 @@ fn image_runs_like_the_daemonset_and_sees_another_containers_misattachment() {
     assert!(below.iter().all(|f| f["runtime"] == "podman"));
 }
 
-/// The README's "Project layout" is the map a new contributor reads first:
-/// every file and directory it names exists (it once named files that had
-/// gone), and every source directory of the agent is on it.
-#[test]
-fn the_readme_layout_names_only_what_exists_and_every_module_directory() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
-    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    let start = readme.find("## Project layout").expect("a Project layout section");
-    let block = &readme[start..];
-    let block = &block[block.find("```").unwrap() + 3..];
-    let block = &block[..block.find("```").unwrap()];
-    // Top-level entries start a line; agent/src entries follow "src/".
-    let mut named = Vec::new();
-    for line in block.lines() {
-        if let Some(top) = line.split_whitespace().next().filter(|w| !line.starts_with(' ') && !w.is_empty()) {
-            named.push(repo.join(top.trim_end_matches('/')));
-        }
-        for word in line.split_whitespace() {
-            if let Some(rest) = word.strip_prefix("src/") {
-                named.push(repo.join("agent/src").join(rest.trim_end_matches(['/', ',', ':'])));
-            }
-        }
-    }
-    assert!(named.len() > 20, "parsed too little of the layout: {named:?}");
-    let missing: Vec<_> = named.iter().filter(|p| !p.exists()).collect();
-    assert!(missing.is_empty(), "the README's layout names what does not exist: {missing:?}");
-    for dir in std::fs::read_dir(repo.join("agent/src")).unwrap() {
-        let dir = dir.unwrap().path();
-        if dir.is_dir() {
-            assert!(
-                named.contains(&dir),
-                "agent/src/{} is not on the README's layout",
-                dir.file_name().unwrap().to_string_lossy()
-            );
-        }
-    }
-}
-
 /// `cargo xtask dist`'s release directory (`$CGAUDIT_RELEASE`, set by
 /// `cargo xtask test`).
 fn release_dir() -> PathBuf {
