@@ -7,7 +7,7 @@ use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::RootKind;
 use crate::findings::{self, Finding, Policy, Severity};
 use crate::owner::Owner;
-use crate::snapshot::{CgroupMount, ScanError, Snapshot, WalkUsed};
+use crate::snapshot::{CgroupMount, ScanError, Skipped, Snapshot, WalkUsed};
 
 /// `--fail-on`: the least severe finding that makes the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,17 +70,6 @@ pub struct WalkOut {
     /// In-kernel passes run: 1, or more when the record buffer overflowed
     /// and the pass was run again with a larger one (0 for `syscalls`).
     pub passes: u32,
-}
-
-/// What the audit could not read and went on without, by kind.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Skipped {
-    /// bpf_links still being made when asked (EAGAIN after retries): their
-    /// programs are listed, without a link id.
-    pub links: u64,
-    /// Programs whose BTF was over the size read for names: named by the
-    /// kernel's 15-byte name.
-    pub btf: u64,
 }
 
 /// The agent that wrote a report.
@@ -210,7 +199,7 @@ impl Report {
                 fallback_reason: snap.walk.fallback.clone(),
                 passes: snap.walk.passes,
             },
-            objects_skipped: Skipped { links: snap.links_skipped, btf: snap.btf_skipped },
+            objects_skipped: snap.skipped,
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             kernel_features: snap.kernel_features.clone(),
             attachments,

@@ -354,6 +354,39 @@ pub struct Event {
     pub caller_cgroup_id: u64,
 }
 
+/// What the audit could not read and went on without, by kind: no one
+/// object can fail a pass (any process with CAP_BPF makes them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// bpf_links still being made when asked (EAGAIN after retries): their
+    /// programs are listed, without a link id.
+    pub links: u64,
+    /// Programs whose BTF was over the size read for names
+    /// (`bpf::programs::MAX_PROGRAM_BTF`): named by the kernel's 15-byte name.
+    pub btf: u64,
+    /// Cgroup links the kernel would not describe (`BPF_OBJ_GET_INFO_BY_FD`
+    /// refused): their programs are listed, without a link id.
+    pub unreadable_links: u64,
+    /// Programs the kernel would not describe: listed by id, owner unknown.
+    pub unreadable_programs: u64,
+}
+
+impl Skipped {
+    /// Each nonzero count as `N what`, for a report's note line.
+    pub fn described(&self) -> Vec<String> {
+        [
+            (self.links, "links still being made"),
+            (self.btf, "programs named by their kernel name (BTF over 4 MiB)"),
+            (self.unreadable_links, "cgroup links the kernel would not describe"),
+            (self.unreadable_programs, "programs the kernel would not describe"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect()
+    }
+}
+
 /// Something the scan could not read; the audit goes on without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScanError {
@@ -407,11 +440,8 @@ pub struct Snapshot {
     /// Every program loaded on the node, by id.
     pub programs: BTreeMap<u32, Program>,
     pub cgroup_links: Vec<CgroupLinkInfo>,
-    /// Links that could not be read (still being made after retries).
-    pub links_skipped: u64,
-    /// Programs whose BTF was too large to read for their full name
-    /// (`bpf::programs::MAX_PROGRAM_BTF`): named by their kernel name.
-    pub btf_skipped: u64,
+    /// Objects the scan went on without.
+    pub skipped: Skipped,
     pub pods: Vec<PodCgroup>,
     /// What the kernel reports in effect at the audit root, per coverage
     /// hook (`BPF_F_QUERY_EFFECTIVE`): its own programs and what runs from

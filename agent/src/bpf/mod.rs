@@ -4,6 +4,7 @@ pub mod attach_type;
 pub(crate) mod btf;
 pub(crate) mod bytes;
 pub(crate) mod command;
+pub(crate) mod fdinfo;
 pub(crate) mod memlock;
 
 pub(crate) mod object;

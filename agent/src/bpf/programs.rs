@@ -3,14 +3,24 @@
 //! Programs are enumerated with `BPF_PROG_GET_NEXT_ID` after the cgroup walk,
 //! so every program the walk saw attached is in the table unless it was
 //! unloaded meanwhile. Links come from `BPF_LINK_GET_NEXT_ID` (5.8).
+//!
+//! Any process with CAP_BPF makes objects here, and the kernel may refuse
+//! to describe one of them for good (a uprobe_multi link on a file whose
+//! path is longer than PATH_MAX fails `BPF_OBJ_GET_INFO_BY_FD` with
+//! ENAMETOOLONG): no single object fails a pass. A link whose info the
+//! kernel refuses is known by the type its fdinfo states, passed over when
+//! it is not a cgroup link and counted when it is (or cannot be told); a
+//! program is counted. Only what says the agent itself cannot read (an fd
+//! refused by id) ends the pass.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsFd;
 
 use serde::Serialize;
 
 use super::ProgType;
 use super::btf;
+use super::fdinfo;
 use super::sys::{self, CgroupLinkInfo, Objects, SyscallError};
 
 /// A loaded program as the audit reports it.
@@ -48,21 +58,43 @@ impl Program {
 /// Reads one program's kernel info by id. `Ok(None)`: it was unloaded
 /// meanwhile. The name is the kernel's; see `resolve_full_names`.
 pub fn program_by_id(id: u32) -> Result<Option<Program>, SyscallError> {
+    match read_program(id) {
+        Read::Found(p) => Ok(Some(p)),
+        Read::Gone => Ok(None),
+        Read::Refused(e) | Read::Unreadable(e) => Err(e),
+    }
+}
+
+/// What asking the kernel for one object gave.
+enum Read<T> {
+    Found(T),
+    /// It went between its id and its fd.
+    Gone,
+    /// Its fd was refused: the agent cannot read the node's objects.
+    Refused(SyscallError),
+    /// The kernel will not describe this one object.
+    Unreadable(SyscallError),
+}
+
+fn read_program(id: u32) -> Read<Program> {
     let fd = match sys::prog_fd_by_id(id) {
         Ok(fd) => fd,
-        Err(e) if e.errno() == Some(libc::ENOENT) => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) if e.errno() == Some(libc::ENOENT) => return Read::Gone,
+        Err(e) => return Read::Refused(e),
     };
-    let info = sys::prog_info(fd.as_fd())?;
+    let info = match sys::prog_info(fd.as_fd()) {
+        Ok(info) => info,
+        Err(e) => return Read::Unreadable(e),
+    };
     let truncatable = info.name.len() == 15 && info.btf_id != 0 && info.nr_func_info > 0;
-    Ok(Some(Program {
+    Read::Found(Program {
         id,
         name: info.name,
         prog_type: ProgType::from_kernel(info.prog_type),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         btf: truncatable.then_some(info.btf_id),
         loaded_unix_ms: unix_ms_of_boot_ns(info.load_time_ns),
-    }))
+    })
 }
 
 /// A CLOCK_BOOTTIME instant as wall-clock milliseconds since the epoch.
@@ -141,30 +173,41 @@ fn full_names(btf_id: u32, funcs: &[(u32, u32)]) -> Result<Vec<(u32, String)>, T
     Ok(at.into_iter().filter_map(|(id, a)| Some((id, btf::name_at(&prefix, a)?))).collect())
 }
 
-/// Every loaded program, by id, with kernel names. Programs that disappear
-/// mid-walk are skipped.
-pub fn loaded_programs() -> Result<BTreeMap<u32, Program>, SyscallError> {
-    let mut out = BTreeMap::new();
-    for id in sys::ids(Objects::Programs) {
-        let id = id?;
-        if let Some(p) = program_by_id(id)? {
-            out.insert(id, p);
-        }
-    }
+/// The loaded programs, by id, with kernel names; and those the kernel
+/// would not describe (their ids), which rules know by nothing else.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub table: BTreeMap<u32, Program>,
+    pub unreadable: BTreeSet<u32>,
+}
+
+/// Every loaded program. Programs that disappear mid-walk are skipped;
+/// programs the kernel will not describe are counted (`Loaded::unreadable`).
+pub fn loaded_programs() -> Result<Loaded, SyscallError> {
+    let mut out = Loaded::default();
+    add_new_programs(&mut out)?;
     Ok(out)
 }
 
-/// Adds programs loaded since `table` was filled (ids only are walked; info
-/// is read for new ids). Returns the ids added.
-pub fn add_new_programs(table: &mut BTreeMap<u32, Program>) -> Result<Vec<u32>, SyscallError> {
+/// Adds programs loaded since `loaded` was filled (ids only are walked;
+/// info is read for new ids). Returns the ids added.
+pub fn add_new_programs(loaded: &mut Loaded) -> Result<Vec<u32>, SyscallError> {
     let mut added = Vec::new();
     for id in sys::ids(Objects::Programs) {
         let id = id?;
-        if let std::collections::btree_map::Entry::Vacant(slot) = table.entry(id)
-            && let Some(p) = program_by_id(id)?
-        {
-            slot.insert(p);
-            added.push(id);
+        if loaded.table.contains_key(&id) || loaded.unreadable.contains(&id) {
+            continue;
+        }
+        match read_program(id) {
+            Read::Found(p) => {
+                loaded.table.insert(id, p);
+                added.push(id);
+            }
+            Read::Gone => {}
+            Read::Refused(e) => return Err(e),
+            Read::Unreadable(_) => {
+                loaded.unreadable.insert(id);
+            }
         }
     }
     Ok(added)
@@ -179,6 +222,10 @@ pub struct Links {
     /// EAGAIN until then (a process making links in a loop keeps some there).
     /// Their programs show in the hooks' queries anyway, without a link id.
     pub skipped: u64,
+    /// Cgroup links (or links whose type could not be told) the kernel
+    /// would not describe. Their programs show in the hooks' queries anyway,
+    /// without a link id.
+    pub unreadable: u64,
 }
 
 /// How often a link still being made is asked again, and how long apart.
@@ -208,8 +255,16 @@ pub fn cgroup_links() -> Result<Links, SyscallError> {
             }
         };
         let Some(fd) = fd else { continue };
-        if let Some(info) = sys::cgroup_link_info(fd.as_fd())? {
-            out.cgroup.push(info);
+        match sys::cgroup_link_info(fd.as_fd()) {
+            Ok(Some(info)) => out.cgroup.push(info),
+            Ok(None) => {}
+            // The kernel will not describe this link: its fdinfo still says
+            // what type it is. Only a cgroup link matters here.
+            Err(_) => {
+                if fdinfo::link_type(fd.as_fd()).is_none_or(|t| t == "cgroup") {
+                    out.unreadable += 1;
+                }
+            }
         }
     }
     Ok(out)
@@ -234,10 +289,51 @@ mod tests {
             bpf_cmd::BPF_OBJ_GET_INFO_BY_FD => fake::answer_prog_info(attr, 0, 18, "cil_sock4_conne"),
             other => panic!("unexpected {other:?}"),
         });
-        let programs = loaded_programs().unwrap();
+        let programs = loaded_programs().unwrap().table;
         assert_eq!(programs.keys().copied().collect::<Vec<_>>(), [4, 12]);
         assert_eq!(programs[&4].prog_type, ProgType::CgroupSockAddr);
         assert_eq!(programs[&4].name, "cil_sock4_conne", "no BTF: the kernel's name is kept");
+    }
+
+    /// Issue 36, H1: one object the kernel will not describe failed every
+    /// pass. It is counted, and the others are read.
+    #[test]
+    fn a_program_the_kernel_will_not_describe_is_counted_and_the_rest_read() {
+        let mut infos = 0;
+        let _k = fake::Kernel::new(move |cmd, attr| match cmd {
+            bpf_cmd::BPF_PROG_GET_NEXT_ID => {
+                let next = [0, 4, 7, 12].windows(2).find(|w| w[0] == fake::start_id(attr)).map(|w| w[1]);
+                fake::answer_next_id(attr, next)
+            }
+            bpf_cmd::BPF_PROG_GET_FD_BY_ID => fake::new_fd(),
+            // Info is asked for 4, 7 and 12 in turn: 7's is refused, as a
+            // path too long to format is.
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD => {
+                infos += 1;
+                if infos == 2 { fake::errno(libc::ENAMETOOLONG) } else { fake::answer_prog_info(attr, 0, 18, "x") }
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        let loaded = loaded_programs().unwrap();
+        assert_eq!(loaded.table.keys().copied().collect::<Vec<_>>(), [4, 12]);
+        assert_eq!(loaded.unreadable.iter().copied().collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn a_link_the_kernel_will_not_describe_is_counted_when_it_may_be_a_cgroup_link() {
+        let _k = fake::Kernel::new(|cmd, attr| match cmd {
+            bpf_cmd::BPF_LINK_GET_NEXT_ID => {
+                let next = [0, 5, 6].windows(2).find(|w| w[0] == fake::start_id(attr)).map(|w| w[1]);
+                fake::answer_next_id(attr, next)
+            }
+            bpf_cmd::BPF_LINK_GET_FD_BY_ID => fake::new_fd(),
+            // Neither link is described; their fdinfo (a stand-in fd's)
+            // says no type, so each may be a cgroup link.
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD => fake::errno(libc::ENAMETOOLONG),
+            other => panic!("unexpected {other:?}"),
+        });
+        let links = cgroup_links().unwrap();
+        assert_eq!((links.cgroup.len(), links.unreadable, links.skipped), (0, 2, 0));
     }
 
     #[test]

@@ -62,6 +62,10 @@ pub const MISATTACHED_LABELS: &[&str] = &[
 pub const MISATTACHED_CGROUP_LABELS: &[&str] =
     &["cgroup", "owner", "pod_namespace", "pod_name", "container_name", "pod_uid", "container_id", "hooks"];
 
+/// The `kind` label of `cgaudit_objects_skipped_total`, in the order of
+/// `snapshot::Skipped`'s counts.
+const SKIPPED_KINDS: [&str; 4] = ["link", "btf", "unreadable_link", "unreadable_program"];
+
 /// Why an audit failed or was incomplete.
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
 
@@ -254,7 +258,7 @@ impl Metrics {
             ),
             objects_skipped: counter_vec(
                 "objects_skipped_total",
-                "Objects an audit could not read and went on without, by kind (link: still being made after retries; btf: a program's BTF too large to read for its name).",
+                "Objects an audit could not read and went on without, by kind (link: still being made after retries; btf: a program's BTF too large to read for its name; unreadable_link, unreadable_program: the kernel would not describe it).",
                 &["kind"],
             ),
             degraded: gauge_vec(
@@ -301,8 +305,9 @@ impl Metrics {
         for w in Work::iter() {
             m.busy.with_label_values(&[w.as_str()]);
         }
-        m.objects_skipped.with_label_values(&["link"]);
-        m.objects_skipped.with_label_values(&["btf"]);
+        for kind in SKIPPED_KINDS {
+            m.objects_skipped.with_label_values(&[kind]);
+        }
         m.degraded.with_label_values(&["cgroup_count"]).set(0);
         // What can run: `auto` is only ever asked for.
         for source in Source::iter().filter(|s| *s != Source::Auto) {
@@ -398,8 +403,10 @@ impl Metrics {
         self.last_success.set(now_unix);
         self.cgroups_scanned.set(report.cgroups_scanned as i64);
         self.cgroups_vanished.inc_by(report.cgroups_vanished);
-        self.objects_skipped("link", report.objects_skipped.links);
-        self.objects_skipped("btf", report.objects_skipped.btf);
+        let s = report.objects_skipped;
+        for (kind, n) in SKIPPED_KINDS.into_iter().zip([s.links, s.btf, s.unreadable_links, s.unreadable_programs]) {
+            self.objects_skipped(kind, n);
+        }
         self.findings(&report.findings);
         self.zero_attachments();
         for a in &report.attachments {

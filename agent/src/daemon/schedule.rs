@@ -9,8 +9,9 @@
 //!
 //! The rules:
 //! - A full pass at start, then every `--interval` (jittered by the
-//!   caller); one that fails is tried again after `RETRY` until one has
-//!   succeeded.
+//!   caller); while none has succeeded, one that fails is tried again
+//!   after `RETRY`, doubled after each failure up to `RETRY_MAX` (a node
+//!   whose tree cannot be read costs a pass a minute, not one a second).
 //! - Full passes asked for by events (lost, unplaced) are at least
 //!   `FULL_PASS_MIN_GAP` apart; without the tree, also at least
 //!   `UNTRACKED_PASS_SHARE` times what the last pass took.
@@ -37,8 +38,10 @@ const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
 /// this many times what the last one took apart (at most a twentieth of
 /// the worker's time).
 const UNTRACKED_PASS_SHARE: u32 = 20;
-/// Retry delay while no full pass has succeeded yet (e.g. the root is not there).
+/// Retry delay while no full pass has succeeded yet (e.g. the root is not
+/// there), doubled after each failure in a row up to `RETRY_MAX`.
 const RETRY: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 /// How often the cgroup links are listed under syscall tracing: a link
 /// whose last fd was closed ends without a bpf(2) call (the kernel-side
 /// sources see that release).
@@ -127,6 +130,8 @@ pub struct Schedule {
     last_pass_took: Duration,
     /// The last full pass kept no tree.
     untracked: bool,
+    /// Full passes failed in a row.
+    failures: u32,
     /// The next link sweep (syscall tracing only).
     next_link_sweep: Option<Instant>,
     /// The reading fallback's due times (`Source::Reading` only).
@@ -155,6 +160,7 @@ impl Schedule {
             last_full: None,
             last_pass_took: Duration::ZERO,
             untracked: false,
+            failures: 0,
             next_link_sweep: link_sweep.then_some(now + LINK_SWEEP),
             reading: reading.then(|| Reading {
                 next_sweep: now + SWEEP_MIN,
@@ -222,16 +228,20 @@ impl Schedule {
     pub fn pass_done(&mut self, now: Instant, took: Duration, untracked: bool, next_in: Duration) {
         self.last_pass_took = took;
         self.untracked = untracked;
+        self.failures = 0;
         self.node_state_read = now;
         self.node_state_due = None;
         self.next_interval = now + next_in;
     }
 
-    /// The full pass failed at `now` after `took`: tried again after
-    /// `RETRY` while none has succeeded (`ready` false), else `next_in` later.
+    /// The full pass failed at `now` after `took`: while none has succeeded
+    /// (`ready` false) tried again after `RETRY`, doubled for each failure
+    /// in a row up to `RETRY_MAX`; else `next_in` later.
     pub fn pass_failed(&mut self, now: Instant, took: Duration, ready: bool, next_in: Duration) {
         self.last_pass_took = took;
-        self.next_interval = now + if ready { next_in } else { RETRY.min(self.interval) };
+        let backoff = RETRY.saturating_mul(1 << self.failures.min(6)).min(RETRY_MAX);
+        self.failures = self.failures.saturating_add(1);
+        self.next_interval = now + if ready { next_in } else { backoff.min(self.interval) };
     }
 
     // Judging.

@@ -168,6 +168,10 @@ impl Report {
             let names: Vec<&str> = self.unsupported_attach_types.iter().map(|t| t.name()).collect();
             s.line(format_args!("note: attach types this kernel does not support (not queried): {}", names.join(", ")));
         }
+        let skipped = self.objects_skipped.described();
+        if !skipped.is_empty() {
+            s.line(format_args!("note: went on without {}", skipped.join(", ")));
+        }
         if !self.findings.is_empty() {
             s.blank();
             s.line(format_args!("FINDINGS"));

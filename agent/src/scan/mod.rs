@@ -13,7 +13,7 @@ pub mod names;
 pub mod v1_net;
 pub mod visit;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -114,7 +114,7 @@ fn syscall_walk<'s>(
     support: &Support,
     ctx: &WalkContext<'_>,
     sink: &mut dyn FnMut() -> Sink<'s>,
-) -> Result<(Sink<'s>, walk::WalkStats, u64, BTreeMap<u32, programs::Program>), AuditError> {
+) -> Result<(Sink<'s>, walk::WalkStats, u64, programs::Loaded), AuditError> {
     // Only hooks that a loaded program's type can use are queried: a hook no
     // loaded program fits has nothing attached. NB: a program loaded after
     // this enumeration may be attached mid-walk to a hook skipped here; being
@@ -122,7 +122,7 @@ fn syscall_walk<'s>(
     // the walk, and the tree is then walked again over every hook either
     // enumeration opens.
     let mut programs = programs::loaded_programs().map_err(|e| bpf_error("programs", e))?;
-    let mut types: HashSet<ProgType> = programs.values().map(|p| p.prog_type).collect();
+    let mut types: HashSet<ProgType> = programs.table.values().map(|p| p.prog_type).collect();
     let walked = support.for_prog_types(&types);
     let rewalk_fd = root_fd
         .try_clone()
@@ -131,7 +131,7 @@ fn syscall_walk<'s>(
     let mut stats = visit::walk_cgroups(root_fd, &walked, ctx, &mut found);
     let mut vanished = stats.vanished;
     programs::add_new_programs(&mut programs).map_err(|e| bpf_error("programs", e))?;
-    types.extend(programs.values().map(|p| p.prog_type));
+    types.extend(programs.table.values().map(|p| p.prog_type));
     let all = support.for_prog_types(&types);
     if !all.minus(&walked).supported.is_empty() {
         found = sink();
@@ -210,7 +210,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
             }
         }
     };
-    let (sink, stats, vanished, mut programs) = match iterated {
+    let (sink, stats, vanished, loaded) = match iterated {
         Some((sink, stats, iter_stats)) => {
             walk_info.method = WalkUsed::BpfIter;
             walk_info.passes = iter_stats.passes;
@@ -239,8 +239,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     // One deadline for every read of what others control in this pass.
     let budget = deadline::Budget::new(deadline::READ_DEADLINE);
     let cni_pins = host::cni_pins(&opts.proc, &budget, &mut errors);
-    let programs::Links { cgroup: cgroup_links, skipped: links_skipped } =
+    let programs::Links { cgroup: cgroup_links, skipped: links_skipped, unreadable: unreadable_links } =
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
+    let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
     // Full names only where the audit shows them: attached, linked and
     // pinned programs (the rules classify them by name).
     let named: BTreeSet<u32> = attachments
@@ -289,8 +290,12 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         attachments,
         programs,
         cgroup_links,
-        links_skipped,
-        btf_skipped,
+        skipped: Skipped {
+            links: links_skipped,
+            btf: btf_skipped,
+            unreadable_links,
+            unreadable_programs: unreadable_programs.len() as u64,
+        },
         pods,
         root_effective,
         mounts,

@@ -78,3 +78,26 @@ pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
     // SAFETY: pathname is a NUL-terminated string that outlives the call.
     unsafe { sys_bpf("BPF_OBJ_PIN", bpf_cmd::BPF_OBJ_PIN, &mut attr) }.map(drop)
 }
+
+/// `BPF_LINK_CREATE` of a `uprobe_multi` link (6.6) on one offset of the
+/// file at `path` (resolved as `open` would, relative to the working
+/// directory), for any process. A tracing agent's link, not a cgroup one:
+/// what a profiler holds on a node. `prog` must be a kprobe program loaded
+/// with `BPF_TRACE_UPROBE_MULTI` as its expected attach type.
+pub fn uprobe_multi_link_create(prog: BorrowedFd<'_>, path: &CStr, offset: u64) -> Result<OwnedFd> {
+    let offsets = [offset];
+    let mut attr = zeroed_attr();
+    attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+    attr.link_create.attach_type = aya_obj::generated::bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+    // SAFETY: writing plain integers into the zeroed union's uprobe_multi
+    // member, the one this attach type reads.
+    unsafe {
+        let u = &mut attr.link_create.__bindgen_anon_3.uprobe_multi;
+        u.path = path.as_ptr() as u64;
+        u.offsets = offsets.as_ptr() as u64;
+        u.cnt = 1;
+    }
+    // SAFETY: path is NUL-terminated and offsets holds `cnt` u64s, both
+    // outliving the call; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
+}

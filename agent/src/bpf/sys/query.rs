@@ -118,7 +118,7 @@ pub fn prog_fd_by_id(id: u32) -> Result<OwnedFd> {
 }
 
 /// `BPF_LINK_GET_FD_BY_ID` (5.8).
-pub(crate) fn link_fd_by_id(id: u32) -> Result<OwnedFd> {
+pub fn link_fd_by_id(id: u32) -> Result<OwnedFd> {
     fd_by_id("BPF_LINK_GET_FD_BY_ID", bpf_cmd::BPF_LINK_GET_FD_BY_ID, id)
 }
 

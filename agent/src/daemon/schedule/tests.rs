@@ -99,6 +99,34 @@ fn a_failed_pass_is_retried_after_a_second_until_one_succeeds_then_on_the_interv
     assert_eq!(s.next(t(600)), Next::FullPass(Trigger::Interval));
 }
 
+/// Issue 36, H1: a start-up pass that keeps failing (one object the kernel
+/// would not describe failed every pass) was tried every second, with a
+/// warning each time. It backs off to once a minute.
+#[test]
+fn a_start_up_pass_that_keeps_failing_backs_off_to_once_a_minute() {
+    let mut s = Schedule::new(t(0), HOUR, false, false);
+    let mut at = 0;
+    let mut retries = Vec::new();
+    for _ in 0..9 {
+        s.pass_started(t(at));
+        s.pass_failed(t(at), ms(0), false, HOUR);
+        let mut next = at;
+        while !matches!(s.next(t(next)), Next::FullPass(_)) {
+            next += 1000;
+        }
+        retries.push((next - at) / 1000);
+        at = next;
+    }
+    assert_eq!(retries, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    // One success ends the backoff: a later failure (once ready) waits the
+    // interval, and a new run of failures before readiness starts at 1 s.
+    s.pass_started(t(at));
+    s.pass_done(t(at), ms(0), false, HOUR);
+    s.pass_started(t(at + 10));
+    s.pass_failed(t(at + 10), ms(0), false, HOUR);
+    assert_eq!(s.next(t(at + 1010)), Next::FullPass(Trigger::Interval));
+}
+
 #[test]
 fn a_judgement_waits_fifty_times_the_last_ones_cost_and_never_more_than_200_ms() {
     let mut s = after_startup(false, false);

@@ -181,3 +181,63 @@ fn syscall_tracing_decodes_32_bit_calls_as_32_bit_calls() {
     assert_eq!(f["attached_by"]["pid"], pid, "{f:#}");
     writeln!(stdin).unwrap();
 }
+
+/// A fixture process stopped with SIGTERM (so it cleans up after itself)
+/// and waited for, even when the test panics.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 36, H1 [CAP_BPF, CAP_PERFMON; 6.6+]: a profiler's uprobe_multi
+/// link on a file whose path is longer than PATH_MAX makes the kernel
+/// refuse that link's info (ENAMETOOLONG) for as long as it exists. The
+/// audit asked every link of the node for its info and failed on the first
+/// error: exit 2 on every audit, and a daemon started meanwhile never
+/// became ready, so a victim's misattachment was never reported. One
+/// object the kernel will not describe now costs only itself: a link that
+/// is not a cgroup link (its type read from fdinfo) is passed over.
+#[test]
+fn a_link_the_kernel_will_not_describe_cannot_blind_the_audit() {
+    use std::io::BufRead;
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("unreadable-link");
+    let victim = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _a = Attached::new(&victim, &prog, ALLOW_MULTI);
+    let home = tempfile::tempdir().expect("a directory for the chain");
+    let mut child = std::process::Command::new(fixture_bin())
+        .arg("uprobe-long-path")
+        .arg(home.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fixture uprobe-long-path");
+    let out = child.stdout.take().unwrap();
+    let _held = Stopped(child);
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line).unwrap();
+    let link_id: u32 = line.trim().strip_prefix("held ").and_then(|n| n.parse().ok()).expect("held <link id>");
+    // The attack is in place: the kernel refuses this link's info.
+    let fd = agent::bpf::sys::link_fd_by_id(link_id).expect("the link's fd");
+    let refused = agent::bpf::sys::cgroup_link_info(std::os::fd::AsFd::as_fd(&fd)).unwrap_err();
+    assert_eq!(refused.errno(), Some(libc::ENAMETOOLONG), "{refused}");
+
+    let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "the misattachment, not an error: {run:?}");
+    let report = run.json();
+    let below: Vec<_> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    assert_eq!(below.len(), 1, "{report:#}");
+
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    assert!(wait_until(Duration::from_secs(10), || d.metric(MISATTACHED) == Some(1.0)), "{}", d.logs());
+    assert!(!d.logs().contains("audit failed"), "{}", d.logs());
+}
