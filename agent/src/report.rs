@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::RootKind;
-use crate::findings::{self, Finding, Policy, Severity};
+use std::collections::BTreeMap;
+
+use crate::findings::{self, Finding, Kind, Policy, Severity};
 use crate::owner::Owner;
 use crate::snapshot::{CgroupMount, ScanError, Skipped, Snapshot, WalkUsed};
 
@@ -123,6 +125,50 @@ impl ErrorReport {
     }
 }
 
+/// The most findings of one kind a report lists; the rest are counted
+/// (`findings_omitted`, and "and N more" in the table). Findings are one per
+/// cgroup, owner and kind, but a tenant makes as many cgroups as it likes.
+pub const FINDINGS_SHOWN: usize = 64;
+
+/// The most attachments of one cgroup a report lists. Runtimes and CNIs
+/// attach a few per cgroup; the kernel allows 64 per hook, on each of 29
+/// hooks, to anyone with CAP_BPF and a cgroup of its own.
+pub const ATTACHMENTS_SHOWN: usize = 64;
+
+/// The attachments a report lists: the first `ATTACHMENTS_SHOWN` of each
+/// cgroup (they come grouped by cgroup).
+pub fn listed(attachments: &[AttachmentOut]) -> impl Iterator<Item = &AttachmentOut> {
+    attachments.chunk_by(|a, b| a.cgroup_id == b.cgroup_id).flat_map(|c| c.iter().take(ATTACHMENTS_SHOWN))
+}
+
+fn listed_attachments<S: serde::Serializer>(attachments: &[AttachmentOut], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(listed(attachments))
+}
+
+/// The findings a report lists: the first `FINDINGS_SHOWN` of each kind
+/// (they come sorted by severity, then kind).
+pub fn shown(findings: &[Finding]) -> impl Iterator<Item = &Finding> {
+    let mut seen: BTreeMap<Kind, usize> = BTreeMap::new();
+    findings.iter().filter(move |f| {
+        let n = seen.entry(f.kind).or_default();
+        *n += 1;
+        *n <= FINDINGS_SHOWN
+    })
+}
+
+fn shown_findings<S: serde::Serializer>(findings: &[Finding], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(shown(findings))
+}
+
+/// How many findings of each kind a report leaves unlisted.
+fn omitted(findings: &[Finding]) -> BTreeMap<Kind, u64> {
+    let mut all: BTreeMap<Kind, u64> = BTreeMap::new();
+    for f in findings {
+        *all.entry(f.kind).or_default() += 1;
+    }
+    all.into_iter().filter_map(|(k, n)| Some((k, n.checked_sub(FINDINGS_SHOWN as u64).filter(|m| *m > 0)?))).collect()
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -146,8 +192,18 @@ pub struct Report {
     /// What this kernel takes, each tried once: `{"works": bool, "detail"}`
     /// per feature tried (`features`).
     pub kernel_features: std::collections::BTreeMap<crate::features::Feature, crate::features::Verdict>,
+    /// Every attachment; the JSON lists at most `ATTACHMENTS_SHOWN` of one
+    /// cgroup and counts the rest in `attachments_omitted`.
+    #[serde(serialize_with = "listed_attachments")]
     pub attachments: Vec<AttachmentOut>,
+    /// Attachments past `ATTACHMENTS_SHOWN` of their cgroup.
+    pub attachments_omitted: u64,
+    /// Every finding; the JSON lists at most `FINDINGS_SHOWN` of each kind,
+    /// the most severe first, and counts the rest in `findings_omitted`.
+    #[serde(serialize_with = "shown_findings")]
     pub findings: Vec<Finding>,
+    /// Findings past `FINDINGS_SHOWN` of their kind, by kind.
+    pub findings_omitted: BTreeMap<Kind, u64>,
     pub mounts: Vec<CgroupMount>,
     pub errors: Vec<ScanError>,
 }
@@ -163,7 +219,7 @@ impl Report {
         } else {
             Status::Ok
         };
-        let attachments = findings::owned(snap, policy)
+        let attachments: Vec<AttachmentOut> = findings::owned(snap, policy)
             .map(|(a, owner)| {
                 let p = snap.programs.get(&a.prog_id);
                 AttachmentOut {
@@ -202,7 +258,9 @@ impl Report {
             objects_skipped: snap.skipped,
             unsupported_attach_types: snap.unsupported_attach_types.clone(),
             kernel_features: snap.kernel_features.clone(),
+            attachments_omitted: attachments.len().saturating_sub(listed(&attachments).count()) as u64,
             attachments,
+            findings_omitted: omitted(&findings),
             findings,
             mounts: snap.mounts.clone(),
             errors: snap.errors.clone(),
@@ -282,6 +340,34 @@ mod tests {
             "{}",
             report.to_table()
         );
+    }
+
+    /// Issue 36, H2: what a report lists is bounded whatever a tenant
+    /// attaches: 64 findings of a kind and 64 attachments of a cgroup, the
+    /// rest counted; the verdict and the exit code count them all.
+    #[test]
+    fn a_report_lists_at_most_so_many_findings_of_a_kind_and_attachments_of_a_cgroup() {
+        let mut s = node();
+        for i in 0..70u32 {
+            prog(&mut s, 1000 + i, &format!("tenant_{i}"), crate::bpf::ProgType::CgroupSockAddr);
+            attach(&mut s, &format!("/tenant/c{i}"), 100 + u64::from(i), "connect4", 1000 + i);
+        }
+        for i in 0..100u32 {
+            prog(&mut s, 5000 + i, "", crate::bpf::ProgType::CgroupDevice);
+            attach(&mut s, "/tenant/full", 99, "device", 5000 + i);
+        }
+        let r = Report::new(&s, &Policy::default());
+        assert_eq!(r.verdict().findings, 71, "70 cgroups misattached, one hook crowded");
+        let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        let below = json["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").count();
+        assert_eq!(below, FINDINGS_SHOWN);
+        assert_eq!(json["findings_omitted"], serde_json::json!({"socket_lb_below_root": 6}));
+        assert_eq!(json["attachments"].as_array().unwrap().len(), 70 + ATTACHMENTS_SHOWN);
+        assert_eq!(json["attachments_omitted"], 36);
+        let table = r.to_table();
+        assert!(table.contains("... and 6 more socket_lb_below_root findings"), "{table}");
+        assert!(table.contains("... and 36 more on this cgroup"), "{table}");
+        assert_eq!(r.exit_code(FailOn::Critical), 1);
     }
 
     #[test]

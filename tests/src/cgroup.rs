@@ -291,3 +291,81 @@ impl DeepPodChain {
         DeepPodChain { _resident: resident, _attached: attached, prog, _chain: chain, t }
     }
 }
+
+/// Issue 36, H3's attack: a pod making and removing a cgroup at the bottom
+/// of a chain `depth` deep of 255-byte names, as fast as it can, on a
+/// thread of its own until stopped (below a fresh test cgroup, `t`).
+pub struct DeepChurn {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+    _chain: Chain,
+    pub t: TestCgroup,
+}
+
+impl DeepChurn {
+    pub fn start(tag: &str, depth: usize) -> DeepChurn {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let t = TestCgroup::new(tag);
+        let chain = Chain::make(&t.path, &"n".repeat(255), depth);
+        let bottom = chain.bottom();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut pairs = 0;
+            while !flag.load(Ordering::Relaxed) {
+                if rustix::fs::mkdirat(&bottom, "churn", rustix::fs::Mode::from_raw_mode(0o755)).is_ok() {
+                    let _ = rustix::fs::unlinkat(&bottom, "churn", rustix::fs::AtFlags::REMOVEDIR);
+                    pairs += 1;
+                }
+            }
+            pairs
+        });
+        DeepChurn { stop, thread: Some(thread), _chain: chain, t }
+    }
+
+    /// Stops the churn: the pairs it made.
+    pub fn stop(mut self) -> u64 {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map(|t| t.join().unwrap_or(0)).unwrap_or(0)
+    }
+}
+
+impl Drop for DeepChurn {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Another pod's containers coming and going: mkdir+rmdir pairs of a
+/// cgroup below `parent` for `window`. How many it made, the median and
+/// the 99th percentile of a pair.
+pub struct Latency {
+    pub pairs: usize,
+    pub median: Duration,
+    pub p99: Duration,
+}
+
+pub fn mkdir_latency(parent: &Path, window: Duration) -> Latency {
+    let start = std::time::Instant::now();
+    let mut took = Vec::new();
+    while start.elapsed() < window {
+        let d = parent.join(format!("victim{}", took.len()));
+        let pair = std::time::Instant::now();
+        fs::create_dir(&d).unwrap_or_else(|e| panic!("mkdir {}: {e}", d.display()));
+        fs::remove_dir(&d).unwrap_or_else(|e| panic!("rmdir {}: {e}", d.display()));
+        took.push(pair.elapsed());
+    }
+    took.sort();
+    let n = took.len();
+    Latency { pairs: n, median: took[n / 2], p99: took[(n * 99 / 100).min(n - 1)] }
+}
+
+impl std::fmt::Display for Latency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} pairs, median {:?}, p99 {:?}", self.pairs, self.median, self.p99)
+    }
+}

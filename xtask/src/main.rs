@@ -98,6 +98,12 @@ enum Task {
         /// Only the cost to other processes' syscalls (getppid, dd).
         #[arg(long)]
         tax: bool,
+        /// Only what an ordinary eBPF tenant costs the agent and the node:
+        /// a tenant filling every socket-LB hook (the daemon's memory), a
+        /// deep cgroup chain churned (another pod's mkdir latency), silent
+        /// connections (the probes' success rate).
+        #[arg(long)]
+        hostile: bool,
         /// Only the daemon's CPU on one node of this many cgroups, idle and
         /// under 5 container starts/s, `--rounds` times (to see the spread).
         #[arg(long, value_name = "CGROUPS")]
@@ -207,12 +213,13 @@ fn main() -> ExitCode {
                 None => Ok(tag),
             })
             .map(|_| ExitCode::SUCCESS),
-        Task::Bench { quick, audit, daemon, tax, churn, rounds } => {
-            let mut flags: Vec<String> = [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax")]
-                .into_iter()
-                .filter(|(on, _)| *on)
-                .map(|(_, f)| f.to_owned())
-                .collect();
+        Task::Bench { quick, audit, daemon, tax, hostile, churn, rounds } => {
+            let mut flags: Vec<String> =
+                [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax"), (hostile, "--hostile")]
+                    .into_iter()
+                    .filter(|(on, _)| *on)
+                    .map(|(_, f)| f.to_owned())
+                    .collect();
             if let Some(n) = churn {
                 flags.extend(["--churn".into(), n.to_string(), "--rounds".into(), rounds.to_string()]);
             }

@@ -10,6 +10,10 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::body::Bytes;
 use strum::IntoEnumIterator;
 
 use crate::bpf::{AttachType, BpfCommand};
@@ -66,6 +70,11 @@ pub const MISATTACHED_CGROUP_LABELS: &[&str] =
 /// `snapshot::Skipped`'s counts.
 const SKIPPED_KINDS: [&str; 4] = ["link", "btf", "unreadable_link", "unreadable_program"];
 
+/// The most series a node exports of each per-finding family
+/// (`socket_lb_misattached`, `socket_lb_misattached_programs`); the rest
+/// are counted in their `_truncated` gauge.
+pub const SERIES_MAX: usize = 64;
+
 /// Why an audit failed or was incomplete.
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
 
@@ -83,6 +92,8 @@ pub struct Metrics {
     findings: IntGaugeVec,
     misattached: IntGaugeVec,
     misattached_cgroups: IntGaugeVec,
+    misattached_truncated: IntGauge,
+    misattached_cgroups_truncated: IntGauge,
     attachments: IntGaugeVec,
     pods_without_socket_lb: IntGauge,
     audit_duration: Histogram,
@@ -105,7 +116,14 @@ pub struct Metrics {
     objects_skipped: IntCounterVec,
     degraded: IntGaugeVec,
     busy: CounterVec,
+    /// Bumped when what a scrape shows changed (`changed`).
+    generation: AtomicU64,
+    /// The last rendering: the generation it showed, when it was made.
+    rendered: Mutex<Option<(u64, std::time::Instant, Bytes)>>,
 }
+
+/// How long one rendering of /metrics is served while nothing else changed.
+const RENDER_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the daemon's worker spends its time on (the `work` label of
 /// `cgaudit_worker_busy_seconds_total`).
@@ -168,13 +186,21 @@ impl Metrics {
             findings: gauge_vec("findings", "Findings of the last audit, by kind and severity.", &["kind", "severity"]),
             misattached: gauge_vec(
                 "socket_lb_misattached",
-                "1 per socket-LB program attached below the root cgroup (one series per finding of the last audit).",
+                "1 per socket-LB program attached below the root cgroup (at most 64 series a node; the rest are counted in socket_lb_misattached_truncated).",
                 MISATTACHED_LABELS,
             ),
             misattached_cgroups: gauge_vec(
                 "socket_lb_misattached_programs",
                 "Socket-LB programs attached below the root cgroup, one series per cgroup that holds any, with the hooks they are on (what the misattachment alert pages on: one incident, one series).",
                 MISATTACHED_CGROUP_LABELS,
+            ),
+            misattached_truncated: gauge(
+                "socket_lb_misattached_truncated",
+                "Misattached socket-LB programs with no socket_lb_misattached series: past 64 series a node, or past the 16 programs one finding lists.",
+            ),
+            misattached_cgroups_truncated: gauge(
+                "socket_lb_misattached_programs_truncated",
+                "Misattached cgroups with no socket_lb_misattached_programs series: past 64 series a node.",
             ),
             attachments: gauge_vec(
                 "attachments",
@@ -283,6 +309,8 @@ impl Metrics {
                 &["action", "result"],
             ),
             registry: r,
+            generation: AtomicU64::new(0),
+            rendered: Mutex::new(None),
         };
         for (kind, severity) in finding_series() {
             m.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(0);
@@ -321,6 +349,7 @@ impl Metrics {
     }
 
     pub fn remediation(&self, action: &str, result: &str) {
+        self.changed();
         self.remediations.with_label_values(&[action, result]).inc();
     }
 
@@ -338,6 +367,7 @@ impl Metrics {
 
     /// The event source the daemon runs with.
     pub fn set_event_source(&self, source: Source) {
+        self.changed();
         for s in Source::iter().filter(|s| *s != Source::Auto) {
             self.event_source.with_label_values(&[s.as_str()]).set(i64::from(s == source));
         }
@@ -345,6 +375,7 @@ impl Metrics {
     }
 
     pub fn set_degraded(&self, reason: &str, on: bool) {
+        self.changed();
         self.degraded.with_label_values(&[reason]).set(i64::from(on));
     }
 
@@ -382,6 +413,10 @@ impl Metrics {
         self.incremental.inc();
     }
 
+    pub fn incremental_updates(&self, n: u64) {
+        self.incremental.inc_by(n);
+    }
+
     pub fn audit_failed(&self, trigger: Trigger, seconds: f64) {
         self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
@@ -390,6 +425,7 @@ impl Metrics {
 
     /// Publishes one completed full pass.
     pub fn audit_done(&self, trigger: Trigger, seconds: f64, report: &Report, now_unix: i64) {
+        self.changed();
         self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
         if !report.errors.is_empty() {
@@ -428,63 +464,62 @@ impl Metrics {
     }
 
     pub fn set_hook_programs_max(&self, attach_type: AttachType, n: i64) {
+        self.changed();
         self.hook_programs_max.with_label_values(&[attach_type.name()]).set(n);
     }
 
     /// Publishes the findings of the node as it is now.
     pub fn findings(&self, findings: &[Finding]) {
+        self.changed();
         for (kind, severity) in finding_series() {
             let n = findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
             self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
         }
         self.misattached.reset();
         self.misattached_cgroups.reset();
+        // One series per misattached cgroup and owner (one finding each),
+        // naming its hooks; one per program, for the first programs of
+        // each. Both stop at SERIES_MAX a node, with the rest counted: a
+        // tenant fills 64 programs a hook on as many cgroups as it makes.
         let below: Vec<&Finding> = findings.iter().filter(|f| f.kind == Kind::SocketLbBelowRoot).collect();
-        for f in &below {
-            // The command that attached it; never its pid, which would make
-            // a new series at every restart of the attaching process.
-            let attached_by = f.attached_by.as_ref().map_or("", |a| a.comm.as_str());
-            self.misattached
-                .with_label_values(&[
-                    f.cgroup.as_deref().unwrap_or(""),
-                    f.attach_type.map_or("", AttachType::name),
-                    f.owner.map_or("unknown", Owner::as_str),
-                    f.pod_namespace.as_deref().unwrap_or(""),
-                    f.pod_name.as_deref().unwrap_or(""),
-                    f.container_name.as_deref().unwrap_or(""),
-                    f.pod_uid.as_deref().unwrap_or(""),
-                    f.container_id.as_deref().unwrap_or(""),
-                    f.prog_name.as_deref().unwrap_or(""),
-                    attached_by,
-                ])
-                .set(1);
+        let mut left_out = (0, 0);
+        for f in below.iter().skip(SERIES_MAX) {
+            left_out.0 += 1;
+            left_out.1 += f.count.unwrap_or(0);
         }
-        // One series per misattached cgroup and owner, naming its hooks.
-        let mut by_cgroup: std::collections::BTreeMap<
-            (&str, Owner),
-            (&Finding, std::collections::BTreeSet<AttachType>, i64),
-        > = Default::default();
-        for f in &below {
-            let key = (f.cgroup.as_deref().unwrap_or(""), f.owner.unwrap_or(Owner::Unknown));
-            let entry = by_cgroup.entry(key).or_insert_with(|| (f, Default::default(), 0));
-            entry.1.extend(f.attach_type);
-            entry.2 += 1;
+        let mut programs_shown = 0;
+        for f in below.iter().take(SERIES_MAX) {
+            let hooks: Vec<&str> = f.hooks.iter().map(|h| h.name()).collect();
+            let pod = [
+                f.pod_namespace.as_deref().unwrap_or(""),
+                f.pod_name.as_deref().unwrap_or(""),
+                f.container_name.as_deref().unwrap_or(""),
+                f.pod_uid.as_deref().unwrap_or(""),
+                f.container_id.as_deref().unwrap_or(""),
+            ];
+            let cgroup = f.cgroup.as_deref().unwrap_or("");
+            let owner = f.owner.map_or("unknown", Owner::as_str);
+            let joined = hooks.join(",");
+            let mut labels = vec![cgroup, owner];
+            labels.extend(pod);
+            labels.push(&joined);
+            self.misattached_cgroups.with_label_values(&labels).set(f.count.unwrap_or(0) as i64);
+            let mut shown = 0;
+            for p in f.programs.iter().take(SERIES_MAX - programs_shown) {
+                // The command that attached it; never its pid, which would
+                // make a new series at every restart of the attaching process.
+                let attached_by = p.attached_by.as_ref().map_or("", |a| a.comm.as_str());
+                let mut labels = vec![cgroup, p.attach_type.name(), owner];
+                labels.extend(pod);
+                labels.extend([p.prog_name.as_str(), attached_by]);
+                self.misattached.with_label_values(&labels).set(1);
+                shown += 1;
+            }
+            programs_shown += shown;
+            left_out.1 += f.count.unwrap_or(0).saturating_sub(shown as u64);
         }
-        for ((cgroup, owner), (f, hooks, n)) in by_cgroup {
-            let hooks: Vec<&str> = hooks.into_iter().map(AttachType::name).collect();
-            self.misattached_cgroups
-                .with_label_values(&[
-                    cgroup,
-                    owner.as_str(),
-                    f.pod_namespace.as_deref().unwrap_or(""),
-                    f.pod_name.as_deref().unwrap_or(""),
-                    f.container_name.as_deref().unwrap_or(""),
-                    f.pod_uid.as_deref().unwrap_or(""),
-                    f.container_id.as_deref().unwrap_or(""),
-                    &hooks.join(","),
-                ])
-                .set(n);
-        }
+        self.misattached_cgroups_truncated.set(left_out.0 as i64);
+        self.misattached_truncated.set(left_out.1 as i64);
         self.pods_without_socket_lb
             .set(findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
                 as i64);
@@ -492,16 +527,80 @@ impl Metrics {
 
     /// Adds `delta` to the attachments counted for a hook, owner and place.
     pub fn attachment(&self, attach_type: AttachType, owner: Owner, at_root: bool, delta: i64) {
+        self.changed();
         let location = if at_root { "root" } else { "below_root" };
         self.attachments.with_label_values(&[attach_type.name(), owner.as_str(), location]).add(delta);
     }
 
     /// The text exposition format: the agent's series, then `process_*`.
-    pub fn render(&self) -> String {
+    /// Rendered once and shared by every scrape until the findings or a
+    /// full pass change it, or it is `RENDER_FRESH` old (counters and the
+    /// process series move on their own): scrapers, however many and how
+    /// often, cost one rendering a second at most.
+    pub fn render(&self) -> Bytes {
+        let generation = self.generation.load(Ordering::Relaxed);
+        let mut cached = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((g, at, bytes)) = cached.as_ref()
+            && *g == generation
+            && at.elapsed() < RENDER_FRESH
+        {
+            return bytes.clone();
+        }
         let mut families = self.registry.gather();
         families.extend(self.process.gather());
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&families, &mut buf);
-        String::from_utf8(buf).unwrap_or_default()
+        let bytes = Bytes::from(buf);
+        *cached = Some((generation, std::time::Instant::now(), bytes.clone()));
+        bytes
+    }
+
+    /// What the next scrape shows has changed (findings, a full pass).
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Policy, evaluate};
+    use crate::fixtures::*;
+
+    fn lines<'a>(scrape: &'a str, family: &str) -> Vec<&'a str> {
+        scrape.lines().filter(|l| l.starts_with(&format!("{family}{{"))).collect()
+    }
+
+    /// Issue 36, H2: a series per program of attacker-chosen label text made
+    /// /metrics 10.3 MB. Each per-finding family stops at SERIES_MAX a
+    /// node, the rest counted in its `_truncated` gauge.
+    #[test]
+    fn per_finding_series_stop_at_their_cap_and_count_the_rest() {
+        let mut s = node();
+        for c in 0..70u32 {
+            for h in ["connect4", "connect6"] {
+                let id = 1000 + c * 2 + u32::from(h == "connect6");
+                prog(&mut s, id, &format!("tenant_{id}"), crate::bpf::ProgType::CgroupSockAddr);
+                attach(&mut s, &format!("/tenant/c{c}"), 100 + u64::from(c), h, id);
+            }
+        }
+        let m = Metrics::new("6.18");
+        m.findings(&evaluate(&s, &Policy::default()));
+        let scrape = String::from_utf8(m.render().to_vec()).unwrap();
+        assert_eq!(lines(&scrape, "cgaudit_socket_lb_misattached").len(), SERIES_MAX);
+        assert_eq!(lines(&scrape, "cgaudit_socket_lb_misattached_programs").len(), SERIES_MAX);
+        assert!(scrape.contains("cgaudit_socket_lb_misattached_truncated 76\n"), "140 programs, 64 shown");
+        assert!(scrape.contains("cgaudit_socket_lb_misattached_programs_truncated 6\n"), "70 cgroups, 64 shown");
+        assert!(scrape.contains(r#"hooks="connect4,connect6""#));
+    }
+
+    /// Scrapes share one rendering until what it shows changes.
+    #[test]
+    fn a_rendering_is_shared_until_the_findings_change() {
+        let m = Metrics::new("6.18");
+        let first = m.render();
+        assert_eq!(m.render().as_ptr(), first.as_ptr(), "the same bytes, not a new rendering");
+        m.findings(&[]);
+        assert_ne!(m.render().as_ptr(), first.as_ptr());
     }
 }

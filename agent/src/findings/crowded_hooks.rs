@@ -19,34 +19,57 @@ pub fn hook_counts(snap: &Snapshot) -> BTreeMap<(u64, AttachType), (usize, &str)
     counts
 }
 
+/// One finding per cgroup, naming each of its hooks near the limit.
 pub(super) fn crowded_hooks(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
-    for ((cgroup_id, hook), (n, cgroup)) in hook_counts(snap) {
-        if n < HOOK_PROGRAMS_WARN {
-            continue;
+    // Owners per crowded (cgroup, hook), in one pass over the attachments.
+    let counts = hook_counts(snap);
+    let mut owners: BTreeMap<(u64, AttachType), BTreeMap<Owner, usize>> = BTreeMap::new();
+    for a in &snap.attachments {
+        if counts.get(&(a.cgroup_id, a.attach_type)).is_some_and(|(n, _)| *n >= HOOK_PROGRAMS_WARN) {
+            let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
+            *owners.entry((a.cgroup_id, a.attach_type)).or_default().entry(owner).or_default() += 1;
         }
-        let mut owners: BTreeMap<Owner, usize> = BTreeMap::new();
-        for a in snap.attachments.iter().filter(|a| a.cgroup_id == cgroup_id && a.attach_type == hook) {
-            *owners.entry(owner_of(snap, a.prog_id, Some(hook), policy)).or_default() += 1;
-        }
-        let by: Vec<String> = owners.iter().map(|(o, k)| format!("{k} {}", o.as_str())).collect();
-        let full = n >= MAX_HOOK_PROGRAMS;
+    }
+    // Each cgroup's path and its crowded hooks with their counts.
+    type Crowded<'s> = (&'s str, Vec<(AttachType, usize)>);
+    let mut by_cgroup: BTreeMap<u64, Crowded<'_>> = BTreeMap::new();
+    for ((cgroup_id, hook), (n, cgroup)) in counts.into_iter().filter(|(_, (n, _))| *n >= HOOK_PROGRAMS_WARN) {
+        by_cgroup.entry(cgroup_id).or_insert((cgroup, Vec::new())).1.push((hook, n));
+    }
+    for (cgroup_id, (cgroup, hooks)) in by_cgroup {
+        let most = hooks.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        let full = most >= MAX_HOOK_PROGRAMS;
+        let each: Vec<String> = hooks
+            .iter()
+            .map(|(hook, n)| {
+                let by: Vec<String> = owners
+                    .get(&(cgroup_id, *hook))
+                    .into_iter()
+                    .flatten()
+                    .map(|(o, k)| format!("{k} {}", o.as_str()))
+                    .collect();
+                format!("{n} on {hook} ({})", by.join(", "))
+            })
+            .collect();
+        let names: Vec<&str> = hooks.iter().map(|(h, _)| h.name()).collect();
         let message = format!(
-            "{n} programs are attached to {hook} on {place} ({by}). The kernel allows {MAX_HOOK_PROGRAMS} per cgroup and hook: {state}",
+            "Programs attached on {place}: {each}. The kernel allows {MAX_HOOK_PROGRAMS} per cgroup and hook: {state}",
             place = place(snap, cgroup),
-            by = by.join(", "),
+            each = each.join("; "),
             state = if full {
-                "the next BPF_PROG_ATTACH there fails with E2BIG (\"argument list too long\"), so a container start or agent restart that attaches there fails.".to_owned()
+                "the next BPF_PROG_ATTACH on a full hook fails with E2BIG (\"argument list too long\"), so a container start or agent restart that attaches there fails.".to_owned()
             } else {
                 format!(
                     "{} more and attaching there fails with E2BIG (\"argument list too long\").",
-                    MAX_HOOK_PROGRAMS - n
+                    MAX_HOOK_PROGRAMS - most
                 )
             },
         );
         let remediation = format!(
             "See which programs they are (`bpftool cgroup show <cgroup path>`): many copies of one program are a leak, \
              such as a container runtime attaching a new device program on every update without detaching the old one. \
-             Detach the stale copies (`bpftool cgroup detach <cgroup path> {hook} id <prog>`) and upgrade what leaks them."
+             Detach the stale copies (`bpftool cgroup detach <cgroup path> {} id <prog>`) and upgrade what leaks them.",
+            names[0]
         );
         let severity = if full { Severity::Critical } else { Severity::Warning };
         let mut f = Finding::new(Kind::HookProgramCountHigh, severity, message, remediation);
@@ -55,8 +78,11 @@ pub(super) fn crowded_hooks(snap: &Snapshot, policy: &Policy, out: &mut Vec<Find
         } else {
             f.at_cgroup(cgroup, snap)
         };
-        f.attach_type = Some(hook);
-        f.count = Some(n as u64);
+        f.hooks = hooks.iter().map(|(h, _)| *h).collect();
+        if let [(only, _)] = hooks[..] {
+            f.attach_type = Some(only);
+        }
+        f.count = Some(most as u64);
         out.push(f);
     }
 }
@@ -80,7 +106,7 @@ mod tests {
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["hook_program_count_high"]);
         assert_eq!((f[0].severity, f[0].count), (Severity::Warning, Some(48)));
-        assert!(f[0].message.contains("48 runtime"), "{}", f[0].message);
+        assert!(f[0].message.contains("48 on device (48 runtime)"), "{}", f[0].message);
         assert_eq!(f[0].container_id.as_deref().map(str::len), Some(64));
         for i in HOOK_PROGRAMS_WARN as u32..MAX_HOOK_PROGRAMS as u32 {
             attach(&mut s, CTR, CTR_ID, "device", 100 + i);

@@ -5,51 +5,76 @@ use super::*;
 pub(super) const EXPLANATION: &str =
     "at the root cgroup, a program of another or unknown owner is attached to a hook the CNI uses for socket LB.";
 
+/// One finding per CNI and foreign owner, naming the hooks and programs.
 pub(super) fn foreign_on_cni_hooks(
     snap: &Snapshot,
     policy: &Policy,
     hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
+    attachers: &Attachers<'_>,
     out: &mut Vec<Finding>,
 ) {
+    let at_root: Vec<(&Attachment, Owner)> = owned(snap, policy).filter(|(a, _)| at_root(snap, a)).collect();
     for (cni, types) in hooks {
-        for (a, owner) in owned(snap, policy) {
-            if !at_root(snap, a) || !types.contains(&a.attach_type) || owner == *cni || owner.is_benign() {
-                continue;
+        // The hooks where the CNI's own program is at the root too.
+        let cni_there: BTreeSet<AttachType> =
+            at_root.iter().filter(|(_, o)| o == cni).map(|(a, _)| a.attach_type).collect();
+        let mut groups: BTreeMap<Owner, Vec<&Attachment>> = BTreeMap::new();
+        for (a, owner) in &at_root {
+            if types.contains(&a.attach_type) && owner != cni && !owner.is_benign() {
+                groups.entry(*owner).or_default().push(a);
             }
-            let name = prog_name(snap, a.prog_id);
-            let beside = snap.attachments.iter().any(|b| {
-                at_root(snap, b)
-                    && b.attach_type == a.attach_type
-                    && owner_of(snap, b.prog_id, Some(b.attach_type), policy) == *cni
-            });
-            let by = actor(snap, a);
+        }
+        for (owner, mut programs) in groups {
+            programs.sort_by_key(|a| (a.attach_type, a.prog_id));
+            let described: Vec<String> = programs
+                .iter()
+                .take(4)
+                .map(|a| {
+                    let by = attachers
+                        .actor(snap, a)
+                        .map_or(String::new(), |b| format!(", attached by {} pid {}", b.comm, b.pid));
+                    format!(
+                        "{} (prog {}) on {} {} {cni}'s{by}",
+                        prog_name(snap, a.prog_id),
+                        a.prog_id,
+                        a.attach_type,
+                        if cni_there.contains(&a.attach_type) { "beside" } else { "instead of" },
+                        cni = cni.as_str(),
+                    )
+                })
+                .collect();
+            let more = programs.len().saturating_sub(described.len());
             let message = format!(
-                "{name} ({o}, prog {id}) is attached to {t} at the root cgroup {how} {cni}'s socket-LB program{who}. \
-                 It runs for every socket on the node too, in an order neither controls: it can rewrite or refuse connections \
-                 {cni} load-balances, and CNIs have stalled on finding a program they did not expect on their hook.",
-                o = owner.as_str(),
-                id = a.prog_id,
-                t = a.attach_type,
-                how = if beside { "beside" } else { "instead of" },
+                "{n} program{s} of {o} owner {are} attached at the root cgroup on hooks {cni} uses for socket LB: {list}{more}. \
+                 {they} run for every socket on the node too, in an order neither controls: {they_l} can rewrite or refuse \
+                 connections {cni} load-balances, and CNIs have stalled on finding a program they did not expect on their hook.",
+                n = programs.len(),
+                s = if programs.len() == 1 { "" } else { "s" },
+                o = if owner == Owner::Unknown {
+                    "unknown".to_owned()
+                } else {
+                    format!("another ({})", owner.as_str())
+                },
+                are = if programs.len() == 1 { "is" } else { "are" },
                 cni = cni.as_str(),
-                who = by.as_ref().map_or(String::new(), |b| format!(" (attached by {} pid {})", b.comm, b.pid)),
+                list = described.join("; "),
+                more = if more > 0 { format!("; and {more} more") } else { String::new() },
+                they = if programs.len() == 1 { "It" } else { "They" },
+                they_l = if programs.len() == 1 { "it" } else { "they" },
             );
+            let first = programs[0];
             let remediation = format!(
-                "Find what loaded prog {id} (`bpftool prog show id {id}`); if it belongs on this node, allow it with \
-                 `--allow <name prefix>` and make sure it and {cni} agree on the hook; otherwise detach it \
+                "Find what loaded them (`bpftool prog show id {id}`); if they belong on this node, allow them with \
+                 `--allow <name prefix>` and make sure they and {cni} agree on the hook; otherwise detach them \
                  (`bpftool cgroup detach <root cgroup> {t} id {id}`).",
-                id = a.prog_id,
-                t = a.attach_type,
+                id = first.prog_id,
+                t = first.attach_type,
                 cni = cni.as_str(),
             );
-            let mut f = Finding::new(Kind::ForeignProgramOnCniHook, Severity::Warning, message, remediation);
+            let mut f = Finding::new(Kind::ForeignProgramOnCniHook, Severity::Warning, message, remediation)
+                .about(snap, &programs, attachers);
             f.cgroup = Some("/".into());
-            f.attach_type = Some(a.attach_type);
-            f.prog_id = Some(a.prog_id);
-            f.prog_name = Some(name);
             f.owner = Some(owner);
-            f.link_id = a.link_id;
-            f.attached_by = by;
             out.push(f);
         }
     }

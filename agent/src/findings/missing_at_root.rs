@@ -4,34 +4,44 @@ use super::*;
 
 pub(super) const EXPLANATION: &str = "the CNI's socket-LB programs for these hooks are attached on the node or pinned in its bpffs, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled.";
 
+/// One finding per CNI, naming each hook it lacks at the root.
 pub(super) fn missing_at_root(
     snap: &Snapshot,
     policy: &Policy,
     hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
     out: &mut Vec<Finding>,
 ) {
+    let at_root: BTreeSet<(Owner, AttachType)> = snap
+        .attachments
+        .iter()
+        .filter(|a| a.cgroup_id == snap.root.cgroup_id)
+        .map(|a| (owner_of(snap, a.prog_id, Some(a.attach_type), policy), a.attach_type))
+        .collect();
     for (owner, types) in hooks {
-        for &t in types {
-            let at_root = snap.attachments.iter().any(|a| {
-                a.cgroup_id == snap.root.cgroup_id
-                    && a.attach_type == t
-                    && owner_of(snap, a.prog_id, Some(t), policy) == *owner
-            });
-            if at_root || snap.unsupported_attach_types.contains(&t) {
-                continue;
-            }
-            let message = format!(
-                "{o} has {t} socket-LB programs attached on this node or pinned in its bpffs, but none is attached to {t} on the root cgroup: \
-                 pods on this node do not get {o}'s {t} load balancing, while the agent may still report socket LB as enabled.",
-                o = owner.as_str()
-            );
-            let mut f =
-                Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, fix_for(snap, Some(*owner)));
-            f.cgroup = Some("/".to_owned());
-            f.attach_type = Some(t);
-            f.owner = Some(*owner);
-            out.push(f);
+        let missing: Vec<AttachType> = types
+            .iter()
+            .copied()
+            .filter(|t| !at_root.contains(&(*owner, *t)) && !snap.unsupported_attach_types.contains(t))
+            .collect();
+        if missing.is_empty() {
+            continue;
         }
+        let names: Vec<&str> = missing.iter().map(|t| t.name()).collect();
+        let message = format!(
+            "{o} has socket-LB programs for {hooks} attached on this node, but none is attached to {them} on the root cgroup: \
+             pods on this node do not get {o}'s load balancing there, while the agent may still report socket LB as enabled.",
+            o = owner.as_str(),
+            hooks = names.join(", "),
+            them = if missing.len() == 1 { "it" } else { "them" },
+        );
+        let mut f = Finding::new(Kind::SocketLbMissingAtRoot, Severity::Critical, message, fix_for(snap, Some(*owner)));
+        f.cgroup = Some("/".to_owned());
+        if let [only] = missing[..] {
+            f.attach_type = Some(only);
+        }
+        f.hooks = missing;
+        f.owner = Some(*owner);
+        out.push(f);
     }
 }
 

@@ -19,10 +19,11 @@ mod mount_not_root;
 mod pods_without;
 mod v1_net_conflict;
 
+pub use below_root::misplaced;
 pub use crowded_hooks::{HOOK_PROGRAMS_WARN, hook_counts};
 pub use pods_without::UncoveredPod;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -32,7 +33,7 @@ use crate::cgroup::RootKind;
 use crate::cgroup::tree::ProcessRef;
 pub use crate::owner::Policy;
 use crate::owner::{Cni, Owner, claimed_owner, classify};
-use crate::snapshot::{Attachment, Change, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
+use crate::snapshot::{Attachment, Change, Event, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -141,6 +142,28 @@ pub struct Finding {
     /// pods_without_socket_lb: each pod, and each of its containers, with
     /// the hooks that lack the CNI's programs (empty for other kinds).
     pub pods: Vec<UncoveredPod>,
+    /// The hooks a finding about several programs or hooks covers (one
+    /// finding per cgroup, owner and kind, however many a tenant attaches).
+    pub hooks: Vec<AttachType>,
+    /// The programs it is about, at most `PROGRAMS_SHOWN` (`count` says how
+    /// many in all); empty for findings about no program or one of a link
+    /// or pin (`prog_id` says which).
+    pub programs: Vec<ProgramRef>,
+}
+
+/// The most programs one finding lists; `count` has them all. The kernel
+/// allows 64 programs per hook and cgroup, and a tenant may fill every hook.
+pub const PROGRAMS_SHOWN: usize = 16;
+
+/// One program of a finding about several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgramRef {
+    pub attach_type: AttachType,
+    pub prog_id: u32,
+    pub prog_name: String,
+    pub link_id: Option<u32>,
+    /// Who attached it, when the daemon saw the call.
+    pub attached_by: Option<Actor>,
 }
 
 impl Finding {
@@ -169,7 +192,43 @@ impl Finding {
             message,
             remediation,
             pods: Vec::new(),
+            hooks: Vec::new(),
+            programs: Vec::new(),
         }
+    }
+
+    /// Sets what a finding about `programs` (attachments with their
+    /// attachers) names: its hooks, the programs (at most `PROGRAMS_SHOWN`)
+    /// and their count, the latest attacher, and the one program's own
+    /// fields when there is only one.
+    fn about(mut self, snap: &Snapshot, programs: &[&Attachment], attachers: &Attachers<'_>) -> Finding {
+        let mut hooks: Vec<AttachType> = programs.iter().map(|a| a.attach_type).collect();
+        hooks.sort_unstable();
+        hooks.dedup();
+        self.hooks = hooks;
+        self.count = Some(programs.len() as u64);
+        self.programs = programs
+            .iter()
+            .take(PROGRAMS_SHOWN)
+            .map(|a| ProgramRef {
+                attach_type: a.attach_type,
+                prog_id: a.prog_id,
+                prog_name: prog_name(snap, a.prog_id),
+                link_id: a.link_id,
+                attached_by: attachers.actor(snap, a),
+            })
+            .collect();
+        self.attached_by =
+            self.programs.iter().filter_map(|p| p.attached_by.clone()).max_by_key(|a| (a.time_unix_ms, a.event));
+        if let [only] = programs {
+            self.attach_type = Some(only.attach_type);
+            self.prog_id = Some(only.prog_id);
+            self.prog_name = Some(prog_name(snap, only.prog_id));
+            self.link_id = only.link_id;
+        } else if let [only] = self.hooks[..] {
+            self.attach_type = Some(only);
+        }
+        self
     }
 
     fn at_cgroup(mut self, cgroup: &str, snap: &Snapshot) -> Finding {
@@ -210,14 +269,32 @@ pub struct Actor {
     pub container_name: Option<String>,
 }
 
-/// The latest attach call that made this attachment: the same cgroup, hook
-/// and program.
-pub(super) fn actor(snap: &Snapshot, a: &Attachment) -> Option<Actor> {
-    let e = snap.events.iter().rev().find(|e| {
-        matches!(e.change, Change::BpfCall { command, cgroup_id, attach_type, prog_id, .. }
-            if command.attaches() && cgroup_id == Some(a.cgroup_id) && attach_type == Some(a.attach_type)
-                && prog_id == Some(a.prog_id))
-    })?;
+/// The latest attach call of each (cgroup, hook, program), indexed once per
+/// judgement: rules ask it for every attachment they name.
+pub(super) struct Attachers<'s>(HashMap<(u64, AttachType, u32), &'s Event>);
+
+impl<'s> Attachers<'s> {
+    pub(super) fn new(snap: &'s Snapshot) -> Attachers<'s> {
+        let mut latest = HashMap::new();
+        for e in &snap.events {
+            if let Change::BpfCall { command, cgroup_id: Some(c), attach_type: Some(t), prog_id: Some(p), .. } =
+                e.change
+                && command.attaches()
+            {
+                latest.insert((c, t, p), e);
+            }
+        }
+        Attachers(latest)
+    }
+
+    /// The latest attach call that made this attachment: the same cgroup,
+    /// hook and program.
+    pub(super) fn actor(&self, snap: &Snapshot, a: &Attachment) -> Option<Actor> {
+        actor_of(snap, self.0.get(&(a.cgroup_id, a.attach_type, a.prog_id))?)
+    }
+}
+
+fn actor_of(snap: &Snapshot, e: &Event) -> Option<Actor> {
     let cgroup = snap.cgroup_paths.get(&e.caller_cgroup_id).cloned();
     let who = cgroup.as_deref().map(attribute).unwrap_or_default();
     let named = who.pod_uid.as_deref().and_then(|uid| snap.names.pod(uid, who.container_id.as_deref()));
@@ -368,6 +445,9 @@ pub fn names_wanted(found: &[Finding]) -> NamesWanted {
     for f in found {
         add(f.cgroup.as_deref());
         add(f.attached_by.as_ref().and_then(|a| a.cgroup.as_deref()));
+        for p in &f.programs {
+            add(p.attached_by.as_ref().and_then(|a| a.cgroup.as_deref()));
+        }
     }
     for p in found.iter().flat_map(|f| &f.pods) {
         add(Some(&p.cgroup));
@@ -381,7 +461,8 @@ pub fn names_wanted(found: &[Finding]) -> NamesWanted {
 /// Applies every rule.
 pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
-    below_root::below_root(snap, policy, &mut out);
+    let attachers = Attachers::new(snap);
+    below_root::below_root(snap, policy, &attachers, &mut out);
     let hooks = cni_hooks(snap, policy);
     missing_at_root::missing_at_root(snap, policy, &hooks, &mut out);
     pods_without::pods_without(snap, policy, &hooks, &mut out);
@@ -391,7 +472,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     crowded_hooks::crowded_hooks(snap, policy, &mut out);
     configured_not_attached::configured_not_attached(snap, policy, &mut out);
     leftovers::leftovers(snap, policy, &mut out);
-    foreign_on_cni_hook::foreign_on_cni_hooks(snap, policy, &hooks, &mut out);
+    foreign_on_cni_hook::foreign_on_cni_hooks(snap, policy, &hooks, &attachers, &mut out);
     v1_net_conflict::v1_net_conflict(snap, policy, &mut out);
     // A CNI agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem.

@@ -11,7 +11,7 @@ use crate::bpf::AttachType;
 use crate::bpf::sys;
 use crate::bpf::{pins, programs};
 use crate::cgroup::by_id::{ReopenError, reopen};
-use crate::findings::{self, Kind, Policy};
+use crate::findings::{self, Policy};
 use crate::owner::{Cni, Owner, classify};
 use crate::snapshot::Snapshot;
 
@@ -78,28 +78,20 @@ fn join(ids: &[u32]) -> String {
 }
 
 /// CNI-owned socket-LB programs attached below the root, in an audit of the
-/// whole node.
+/// whole node: every one of them (the rule's finding lists only some).
 pub fn misattached(snap: &Snapshot, allow: &[String]) -> Vec<Detach> {
     let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
-    findings::evaluate(snap, &policy)
-        .into_iter()
-        .filter(|f| f.kind == Kind::SocketLbBelowRoot && f.owner.is_some_and(Owner::is_cni))
-        .filter_map(|f| {
-            let (cgroup, attach_type, prog_id) = (f.cgroup?, f.attach_type?, f.prog_id?);
-            let seen = snap
-                .attachments
-                .iter()
-                .find(|a| a.cgroup == cgroup && a.attach_type == attach_type && a.prog_id == prog_id)?;
-            Some(Detach {
-                cgroup,
-                cgroup_id: seen.cgroup_id,
-                attach_type,
-                prog_id,
-                prog_name: f.prog_name,
-                owner: f.owner?,
-                link_id: seen.link_id,
-                result: Applied::DryRun,
-            })
+    findings::misplaced(snap, &policy)
+        .filter(|(_, owner)| owner.is_cni())
+        .map(|(a, owner)| Detach {
+            cgroup: a.cgroup.clone(),
+            cgroup_id: a.cgroup_id,
+            attach_type: a.attach_type,
+            prog_id: a.prog_id,
+            prog_name: snap.programs.get(&a.prog_id).map(|p| p.name.clone()),
+            owner,
+            link_id: a.link_id,
+            result: Applied::DryRun,
         })
         .collect()
 }

@@ -125,7 +125,7 @@ impl Report {
             .findings
             .iter()
             .filter(|g| g.kind == f.kind && g.cgroup == f.cgroup && g.owner == f.owner)
-            .filter_map(|g| g.attach_type)
+            .flat_map(|g| g.attach_type.into_iter().chain(g.hooks.iter().copied()))
             .collect();
         if !hooks.is_empty() {
             let owner = f.owner.map(|o| format!("{} ", o.as_str())).unwrap_or_default();
@@ -179,8 +179,17 @@ impl Report {
             // it once, with the programs it covers listed.
             // One cause has one fix: printed under its first finding only.
             let mut fixes = Vec::new();
-            for group in self.findings.chunk_by(|a, b| a.kind == b.kind && a.cgroup == b.cgroup && a.owner == b.owner) {
+            let shown: Vec<Finding> = super::shown(&self.findings).cloned().collect();
+            for group in shown.chunk_by(|a, b| a.kind == b.kind && a.cgroup == b.cgroup && a.owner == b.owner) {
                 write_finding_group(&mut s, group, &mut fixes);
+            }
+            for (kind, n) in &self.findings_omitted {
+                s.line(format_args!(
+                    "... and {n} more {} finding{} (at most {} of a kind are listed)",
+                    kind.as_str(),
+                    if *n == 1 { "" } else { "s" },
+                    super::FINDINGS_SHOWN
+                ));
             }
         }
         if !self.errors.is_empty() {
@@ -195,8 +204,25 @@ impl Report {
         s.line(format_args!("CgroupPath"));
         s.line(format_args!("ID       AttachType      AttachFlags     Name                       Owner    Link"));
         let mut last: Option<&str> = None;
-        for a in &self.attachments {
-            if last != Some(a.cgroup.as_str()) {
+        for group in self.attachments.chunk_by(|a, b| a.cgroup_id == b.cgroup_id) {
+            self.write_attachments(&mut s, group, &mut last);
+            if group.len() > super::ATTACHMENTS_SHOWN {
+                s.line(format_args!(
+                    "    ... and {} more on this cgroup (at most {} of one cgroup are listed)",
+                    group.len() - super::ATTACHMENTS_SHOWN,
+                    super::ATTACHMENTS_SHOWN
+                ));
+            }
+        }
+        if self.attachments.is_empty() {
+            s.line(format_args!("(no programs attached to any cgroup)"));
+        }
+        s.into_string()
+    }
+
+    fn write_attachments<'a>(&'a self, s: &mut Lines, group: &'a [super::AttachmentOut], last: &mut Option<&'a str>) {
+        for a in group.iter().take(super::ATTACHMENTS_SHOWN) {
+            if *last != Some(a.cgroup.as_str()) {
                 // Full paths, as `bpftool cgroup tree` prints them.
                 let full = if a.cgroup == "/" {
                     self.cgroup_root.clone()
@@ -204,7 +230,7 @@ impl Report {
                     format!("{}{}", self.cgroup_root.trim_end_matches('/'), a.cgroup)
                 };
                 s.line(format_args!("{full}"));
-                last = Some(&a.cgroup);
+                *last = Some(&a.cgroup);
             }
             let flags = match a.attach_flags {
                 AttachFlags::None => "",
@@ -220,10 +246,6 @@ impl Report {
                 a.link_id.map(|l| format!("link {l}")).unwrap_or_default()
             ));
         }
-        if self.attachments.is_empty() {
-            s.line(format_args!("(no programs attached to any cgroup)"));
-        }
-        s.into_string()
     }
 }
 
@@ -244,7 +266,11 @@ fn item(f: &Finding) -> String {
 fn write_finding_group<'a>(s: &mut Lines, group: &'a [Finding], fixes: &mut Vec<&'a str>) {
     let f = &group[0];
     let mut head = format!("[{}] {}", f.severity.as_str(), f.kind.as_str());
-    if group.len() == 1 {
+    if group.len() == 1 && f.programs.len() > 1 {
+        let _ = write!(head, " x{}", f.count.unwrap_or(f.programs.len() as u64));
+    } else if group.len() == 1 && f.programs.is_empty() && f.hooks.len() > 1 {
+        let _ = write!(head, " x{}", f.hooks.len());
+    } else if group.len() == 1 {
         head.push_str(&item(f));
     } else {
         let _ = write!(head, " x{}", group.len());
@@ -256,6 +282,15 @@ fn write_finding_group<'a>(s: &mut Lines, group: &'a [Finding], fixes: &mut Vec<
     if group.len() > 1 {
         let items: Vec<String> = group.iter().map(|f| item(f).trim_start().to_owned()).collect();
         s.line(format_args!("    what:  {}", items.join(", ")));
+    } else if f.programs.len() > 1 {
+        let items: Vec<String> =
+            f.programs.iter().map(|p| format!("{} {} (prog {})", p.attach_type, p.prog_name, p.prog_id)).collect();
+        let more = f.count.unwrap_or(0).saturating_sub(items.len() as u64);
+        let more = if more > 0 { format!(", and {more} more") } else { String::new() };
+        s.line(format_args!("    what:  {}{more}", items.join(", ")));
+    } else if f.programs.is_empty() && f.hooks.len() > 1 {
+        let names: Vec<&str> = f.hooks.iter().map(|h| h.name()).collect();
+        s.line(format_args!("    what:  {}", names.join(", ")));
     }
     let mut who = Vec::new();
     match (&f.pod_uid, &f.pod_namespace, &f.pod_name) {

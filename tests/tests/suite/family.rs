@@ -155,7 +155,7 @@ fn a_foreign_program_beside_the_cnis_at_the_root_is_named_with_who_attached_it()
     let f = of_kind(&report, "foreign_program_on_cni_hook");
     assert_eq!(f.len(), 1, "{report:#}");
     assert_eq!((&f[0]["prog_id"], &f[0]["owner"]), (&mesh.id.into(), &"unknown".into()));
-    assert!(f[0]["message"].as_str().unwrap().contains("beside cilium's socket-LB program"), "{:#}", f[0]);
+    assert!(f[0]["message"].as_str().unwrap().contains("on connect4 beside cilium's"), "{:#}", f[0]);
 
     // The daemon names who attached it, and the event that says so.
     let seen = wait_until(Duration::from_secs(10), || {

@@ -24,15 +24,24 @@ fn seed_misattachment_is_found_attributed_and_explained() {
     assert_eq!(run.code, 1, "a misattachment is a problem (exit 1): {}\n{}", run.stderr, run.stdout);
     let report = run.json();
 
-    // One finding per attach type, on the agent's container, with the full
-    // program names and the pod/container it belongs to.
+    // One finding for the agent's container, naming its ten programs by
+    // their full names and hooks, and the pod/container it belongs to.
     let below = findings(&report, "socket_lb_below_root");
-    assert_eq!(below.len(), 10, "{report:#}");
-    let mut types: Vec<&str> = below.iter().map(|f| f["attach_type"].as_str().unwrap()).collect();
+    assert_eq!(below.len(), 1, "{report:#}");
+    assert_eq!(below[0]["count"], 10, "{report:#}");
+    let programs = below[0]["programs"].as_array().unwrap();
+    let mut types: Vec<&str> = programs.iter().map(|p| p["attach_type"].as_str().unwrap()).collect();
     types.sort();
     let mut expected: Vec<&str> = CILIUM_SOCKET_LB.iter().map(|(_, h)| *h).collect();
     expected.sort();
     assert_eq!(types, expected);
+    let mut hooks: Vec<&str> = below[0]["hooks"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    hooks.sort();
+    assert_eq!(hooks, expected);
+    for p in programs {
+        let (name, _) = CILIUM_SOCKET_LB.iter().find(|(_, h)| *h == p["attach_type"]).unwrap();
+        assert_eq!(p["prog_name"], *name, "full BTF name, not the kernel's 15 bytes");
+    }
     for f in &below {
         assert_eq!(f["severity"], "critical");
         assert_eq!(f["cgroup"], cilium_container());
@@ -40,14 +49,12 @@ fn seed_misattachment_is_found_attributed_and_explained() {
         assert_eq!(f["container_id"], SEED_CONTAINER);
         assert_eq!(f["runtime"], "containerd");
         assert_eq!(f["owner"], "cilium");
-        let (name, _) = CILIUM_SOCKET_LB.iter().find(|(_, h)| *h == f["attach_type"]).unwrap();
-        assert_eq!(f["prog_name"], *name, "full BTF name, not the kernel's 15 bytes");
         let procs = f["processes"].as_array().unwrap();
         assert!(procs.iter().any(|p| p["comm"] == "cilium-agent"), "names the agent process: {f:#}");
         assert!(!f["remediation"].as_str().unwrap().is_empty());
     }
     let ids: Vec<u64> = s.attached.iter().map(|a| u64::from(a.prog_id)).collect();
-    assert!(below.iter().all(|f| ids.contains(&f["prog_id"].as_u64().unwrap())));
+    assert!(programs.iter().all(|p| ids.contains(&p["prog_id"].as_u64().unwrap())));
 
     // The cause: the mount in PID 1's namespace, rooted at the container.
     let mounts = findings(&report, "cgroup_mount_not_root");
@@ -60,7 +67,8 @@ fn seed_misattachment_is_found_attributed_and_explained() {
     // (the agent's own container has: its process is in the cgroup that
     // holds the programs, as the seed's write-up saw ClusterIPs work from
     // there only).
-    assert_eq!(findings(&report, "socket_lb_missing_at_root").len(), 10);
+    let missing = findings(&report, "socket_lb_missing_at_root");
+    assert_eq!((missing.len(), missing[0]["hooks"].as_array().map(Vec::len)), (1, Some(10)), "{report:#}");
     let pods = findings(&report, "pods_without_socket_lb");
     assert_eq!(pods.len(), 1);
     assert_eq!(pods[0]["count"], 1, "{:#}", pods[0]);

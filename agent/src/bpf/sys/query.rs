@@ -238,7 +238,7 @@ pub(crate) fn btf_is_vmlinux(fd: BorrowedFd<'_>) -> Result<bool> {
 }
 
 /// A cgroup bpf_link as `bpf_link_info` describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CgroupLinkInfo {
     pub link_id: u32,
     pub prog_id: u32,

@@ -17,6 +17,9 @@
 //! (`cgaudit_worker_busy_seconds_total`). `--churn N --rounds R`: only the
 //! cost on an N-cgroup node, idle and under 5 starts/s, R times.
 //!
+//! hostile: what an ordinary eBPF tenant costs the agent and the node
+//! (issue 36): see `hostile.rs`.
+//!
 //! tax: what the daemon costs everyone else: another process's `getppid()`
 //! loop and `dd bs=64` with the daemon off, and on with each event source
 //! this machine allows, interleaved rounds, medians side by side.
@@ -27,10 +30,12 @@ use integration_tests::*;
 
 mod audit;
 mod daemon;
+mod hostile;
 mod tax;
 
 use audit::*;
 use daemon::*;
+use hostile::*;
 use tax::*;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -82,7 +87,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let only = |what: &str| {
-        !args.iter().any(|a| a == "--audit" || a == "--daemon" || a == "--tax") || args.iter().any(|a| a == what)
+        !args.iter().any(|a| a == "--audit" || a == "--daemon" || a == "--tax" || a == "--hostile")
+            || args.iter().any(|a| a == what)
     };
     // --probe N: build the N-cgroup tree and show where bpftool's time goes.
     if let Some(n) = args.iter().position(|a| a == "--probe").and_then(|i| args.get(i + 1)?.parse::<usize>().ok()) {
@@ -146,6 +152,12 @@ fn main() {
     }
     if only("--tax") {
         tax_bench(if quick { 1 } else { 3 });
+        println!();
+    }
+    if only("--hostile") {
+        tenant_bench(30);
+        println!();
+        deep_churn_bench();
         println!();
     }
     if only("--daemon") {

@@ -62,17 +62,22 @@ fn a_socket_lb_program_below_the_root_cannot_hide_behind_a_benign_name() {
     let _b = [Attached::new(&ctr, &dev, ALLOW_MULTI), Attached::new(&ctr, &fw, ALLOW_MULTI)];
 
     let f = audit_findings(&t, &[]);
-    let flagged: Vec<u64> =
-        f.iter().filter(|f| f["kind"] == "socket_lb_below_root").map(|f| f["prog_id"].as_u64().unwrap()).collect();
+    let flagged: Vec<u64> = f
+        .iter()
+        .filter(|f| f["kind"] == "socket_lb_below_root")
+        .flat_map(|f| f["programs"].as_array().unwrap())
+        .map(|p| p["prog_id"].as_u64().unwrap())
+        .collect();
     for p in &progs {
         assert!(flagged.contains(&(p.id as u64)), "{:?} on {} hid behind its name: {f:#?}", p.name, p.hook);
     }
     assert_eq!(flagged.len(), 3, "the device and firewall programs are benign: {f:#?}");
-    let sd = f.iter().find(|f| f["prog_name"] == "sd_lb").unwrap();
-    assert!(sd["message"].as_str().unwrap().contains("Its name claims systemd"), "{sd:#}");
+    let below = f.iter().find(|f| f["kind"] == "socket_lb_below_root").unwrap();
+    assert!(below["message"].as_str().unwrap().contains("sd_lb's name claims systemd"), "{below:#}");
     // Where the operator says Kmesh runs, its connect program is its own.
     let f = audit_findings(&t, &["--kmesh"]);
-    assert_eq!(f.iter().filter(|f| f["kind"] == "socket_lb_below_root").count(), 2, "{f:#?}");
+    let below = f.iter().find(|f| f["kind"] == "socket_lb_below_root").unwrap();
+    assert_eq!(below["count"], 2, "{f:#?}");
 }
 
 /// Loading (not attaching) a program named like Cilium's used to raise
