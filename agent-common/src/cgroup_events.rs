@@ -5,7 +5,8 @@
 
 /// A `bpf(2)` call that changes cgroup attachments returned success.
 pub const EVENT_BPF: u32 = 1;
-/// `cgroup_mkdir`: a cgroup was made.
+/// `cgroup_mkdir`: a cgroup was made (its parent and name are sent; the
+/// agent reads its id).
 pub const EVENT_MKDIR: u32 = 2;
 /// `cgroup_rmdir`: a cgroup was removed (its programs go with it).
 pub const EVENT_RMDIR: u32 = 3;
@@ -132,11 +133,9 @@ pub struct EventsLayout {
     pub cgroup_link_link: u32,
     pub cgroup_link_cgroup: u32,
     pub cgroup_link_type: u32,
-    /// `struct cgroup.kn`; `struct kernfs_node`: `id`, `parent`, `name`.
+    /// `struct cgroup.kn`; `struct kernfs_node.id`.
     pub cgroup_kn: u32,
     pub kn_id: u32,
-    pub kn_parent: u32,
-    pub kn_name: u32,
 }
 
 /// x86's `TS_COMPAT` (arch/x86/include/asm/thread_info.h): an ia32

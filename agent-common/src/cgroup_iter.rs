@@ -36,9 +36,10 @@ pub struct KernelLayout {
     /// `struct bpf_prog.aux`, `struct bpf_prog_aux.id`.
     pub prog_aux: u32,
     pub aux_id: u32,
-    /// Not a layout: 1 for a sweep, which needs only the cgroups holding
-    /// programs (their records carry no name; the others are only counted
-    /// in `STATUS_VISITED`).
+    /// Not a layout: 1 for a sweep, which writes every cgroup's record
+    /// with a name only when its id is above the global `NAMES_AFTER` (ids
+    /// only grow: those are the cgroups made since the agent last knew the
+    /// tree), and the programs of those holding any.
     pub sweep: u32,
 }
 
@@ -67,8 +68,22 @@ pub struct CgroupRecord {
     pub name: [u8; NAME_SIZE],
 }
 
+/// A `CgroupRecord` without its name (`name_len` 0): what a sweep writes
+/// of a cgroup the agent knows.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupHeader {
+    pub kind: u32,
+    pub name_len: u32,
+    pub id: u64,
+    pub parent_id: u64,
+    pub populated: u32,
+    pub _pad: u32,
+}
+
 /// Bytes of a `CgroupRecord` before its name.
 pub const CGROUP_RECORD_HEADER: usize = 32;
+const _: () = assert!(core::mem::size_of::<CgroupHeader>() == CGROUP_RECORD_HEADER);
 
 /// One program attached directly to the cgroup of the preceding record.
 #[repr(C)]

@@ -10,8 +10,10 @@
 //!   `_detach`): they see the kernel's own copy of the call's attr and the
 //!   return value, and a link ended by its last close (no bpf(2) call).
 //! - **kprobe/kretprobe** on the same functions, where fexit is refused.
-//! - **tp_btf `cgroup_mkdir`/`cgroup_rmdir`**: the tree changed. Loaded
-//!   with every set; alone, they are the reading fallback's.
+//! - **fexit/kprobe on `cgroup_mkdir`/`cgroup_rmdir`**: the tree changed,
+//!   with the fexit and kprobe sets (never the tracepoints of those names:
+//!   see "The tree" below). The other sources learn of the tree from the
+//!   agent's sweep.
 //! - **tp_btf `sys_exit`** (opt-in only): every syscall's exit, to find
 //!   `bpf(2)` calls. It puts every task on the slow syscall path.
 //!
@@ -68,8 +70,6 @@ static LAYOUT: EventsLayout = EventsLayout {
     cgroup_link_type: 0,
     cgroup_kn: 0,
     kn_id: 0,
-    kn_parent: 0,
-    kn_name: 0,
 };
 
 /// The agent's own process: its calls (the cgroup iterator's link) are not
@@ -467,7 +467,8 @@ pub fn link_replace_entry(ctx: ProbeContext) -> u32 {
     0
 }
 
-/// One kretprobe for the four noted functions: each returns an `int`.
+/// One kretprobe for the noted functions (the four attach functions,
+/// cgroup_mkdir and cgroup_rmdir): each returns an `int`.
 #[kretprobe]
 pub fn attach_return(ctx: RetProbeContext) -> u32 {
     let ret = ctx.ret::<u64>() as i32;
@@ -588,43 +589,82 @@ fn syscall_decoded(l: &EventsLayout, regs: u64, nr: u64, ret: i64) -> Option<u32
 }
 
 // ---------------------------------------------------------------------
-// The tree.
+// The tree: the kernel functions that make and remove a cgroup directory
+// (kernfs calls them through its ops, so they are never inlined away). Not
+// the cgroup_mkdir/cgroup_rmdir tracepoints: while one is enabled, the
+// kernel formats every new or removed cgroup's whole path under
+// cgroup_mutex, with interrupts off, for every cgroup operation on the node.
 
-/// mkdir and rmdir: `(struct cgroup *cgrp, const char *path)`.
-fn tree_changed(ctx: &BtfTracePointContext, kind: u32) -> u32 {
-    let l = layout();
-    let cgrp: u64 = ctx.arg(0);
-    let Some(e) = scratch(kind) else { return 0 };
-    let Some(kn) = read_u64(cgrp + l.cgroup_kn as u64) else {
+/// `cgroup_mkdir(parent_kn, name, mode)` made a cgroup: its parent's id and
+/// its name (the function returns 0, not the cgroup: the agent reads the
+/// new cgroup's id from its directory).
+fn made(l: &EventsLayout, parent_kn: u64, name: u64) -> Option<&'static mut CgroupEvent> {
+    let e = scratch(EVENT_MKDIR)?;
+    let Some(parent) = read_u64(parent_kn + l.kn_id as u64) else {
         bump(STATUS_READ_FAILED);
-        return 0;
+        return None;
     };
+    e.parent_id = parent;
+    // SAFETY: a kernel string, read with a bounded helper into our buffer.
+    let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut e.name) }.map_or(0, |s| s.len());
+    if len == 0 {
+        bump(STATUS_READ_FAILED);
+        return None;
+    }
+    e.name_len = len.min(NAME_SIZE - 1) as u32;
+    Some(e)
+}
+
+/// `cgroup_rmdir(kn)` removed the cgroup whose directory is `kn`.
+fn removed(l: &EventsLayout, kn: u64) -> Option<&'static mut CgroupEvent> {
+    let e = scratch(EVENT_RMDIR)?;
     let Some(id) = read_u64(kn + l.kn_id as u64) else {
         bump(STATUS_READ_FAILED);
-        return 0;
+        return None;
     };
     e.cgroup_id = id;
-    if kind == EVENT_MKDIR {
-        let parent = read_u64(kn + l.kn_parent as u64).unwrap_or(0);
-        e.parent_id = if parent == 0 { 0 } else { read_u64(parent + l.kn_id as u64).unwrap_or(0) };
-        let name = read_u64(kn + l.kn_name as u64).unwrap_or(0);
-        // SAFETY: a kernel string, read with a bounded helper into our buffer.
-        let len = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut e.name) }.map_or(0, |s| s.len());
-        if e.parent_id == 0 || len == 0 {
-            bump(STATUS_READ_FAILED);
-        }
-        e.name_len = len.min(NAME_SIZE - 1) as u32;
+    Some(e)
+}
+
+#[fexit(function = "cgroup_mkdir")]
+pub fn cgroup_mkdir_exit(ctx: FExitContext) -> i32 {
+    if ctx.arg::<u64>(3) as i32 != 0 {
+        return 0;
     }
-    send(e);
+    if let Some(e) = made(&layout(), ctx.arg(0), ctx.arg(1)) {
+        send(e);
+    }
     0
 }
 
-#[btf_tracepoint(function = "cgroup_mkdir")]
-pub fn cgroup_made(ctx: BtfTracePointContext) -> u32 {
-    tree_changed(&ctx, EVENT_MKDIR)
+#[fexit(function = "cgroup_rmdir")]
+pub fn cgroup_rmdir_exit(ctx: FExitContext) -> i32 {
+    if ctx.arg::<u64>(1) as i32 != 0 {
+        return 0;
+    }
+    if let Some(e) = removed(&layout(), ctx.arg(0)) {
+        send(e);
+    }
+    0
 }
 
-#[btf_tracepoint(function = "cgroup_rmdir")]
-pub fn cgroup_removed(ctx: BtfTracePointContext) -> u32 {
-    tree_changed(&ctx, EVENT_RMDIR)
+/// Noted at entry, sent by `attach_return` if the call succeeded.
+#[kprobe]
+pub fn cgroup_mkdir_entry(ctx: ProbeContext) -> u32 {
+    if let (Some(parent), Some(name)) = (ctx.arg::<u64>(0), ctx.arg::<u64>(1))
+        && let Some(e) = made(&layout(), parent, name)
+    {
+        note(e);
+    }
+    0
+}
+
+#[kprobe]
+pub fn cgroup_rmdir_entry(ctx: ProbeContext) -> u32 {
+    if let Some(kn) = ctx.arg::<u64>(0)
+        && let Some(e) = removed(&layout(), kn)
+    {
+        note(e);
+    }
+    0
 }

@@ -6,8 +6,8 @@
 //! exactly what `BPF_PROG_QUERY` would return for it. (What is in effect
 //! for a cgroup follows from its own programs and its ancestors', by the
 //! kernel's rule: the agent works it out.) A sweep (`KernelLayout::sweep`)
-//! writes records only for cgroups holding programs, without names, and
-//! counts the rest in `STATUS_VISITED`.
+//! writes every cgroup's record without its name, but for the cgroups made
+//! since the agent last knew the tree (ids above `NAMES_AFTER`).
 //!
 //! The records go to a ring buffer, not the iterator's seq_file: a cgroup
 //! iterator cannot be resumed after its first read (the kernel drops
@@ -53,6 +53,11 @@ static LAYOUT: KernelLayout = KernelLayout {
     aux_id: 0,
     sweep: 0,
 };
+
+/// Set by the agent at load time for a sweep: cgroups with larger ids
+/// were made since it last knew the tree, and are named.
+#[unsafe(no_mangle)]
+static NAMES_AFTER: u64 = 0;
 
 /// Sized by the agent for the tree at load time.
 #[map]
@@ -200,9 +205,11 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     // first non-empty head it would check once per iteration).
     let head_words: &[u64; MAX_ATYPES] = (&*head_words).try_into().ok()?;
     let any = head_words.iter().fold(0, |any, &head| any | head) != 0;
-    // A sweep wants only the cgroups with programs, and no names.
+    // A sweep wants every cgroup (the agent learns from it what was made
+    // and removed), but the names of new ones only: a cgroup it knows and
+    // without programs is one short record.
     let sweep = l.sweep != 0;
-    if sweep && !any {
+    if sweep && !any && seen(l, cgroup)? {
         return Some(());
     }
 
@@ -214,7 +221,7 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
     record.id = read_u64(kn + l.kn_id as u64)?;
     let parent = read_u64(kn + l.kn_parent as u64)?;
     record.parent_id = if parent == 0 { 0 } else { read_u64(parent + l.kn_id as u64)? };
-    let len = if sweep {
+    let len = if sweep && record.id <= names_after() {
         0
     } else {
         let name = read_u64(kn + l.kn_name as u64)?;
@@ -253,6 +260,36 @@ fn visit(l: &KernelLayout, cgroup: u64) -> Option<()> {
         return None;
     }
     Some(())
+}
+
+#[inline(always)]
+fn names_after() -> u64 {
+    // SAFETY: a global written only by the loader (frozen .rodata).
+    unsafe { core::ptr::read_volatile(&NAMES_AFTER) }
+}
+
+/// A sweep's record of a cgroup the agent knows (its id is not above
+/// `NAMES_AFTER`): no name. True when written; false for a new cgroup,
+/// whose record is written whole.
+fn seen(l: &KernelLayout, cgroup: u64) -> Option<bool> {
+    let kn = read_u64(cgroup + l.cgroup_kn as u64)?;
+    let id = read_u64(kn + l.kn_id as u64)?;
+    if id > names_after() {
+        return Some(false);
+    }
+    let parent = read_u64(kn + l.kn_parent as u64)?;
+    let record = CgroupHeader {
+        kind: KIND_CGROUP,
+        name_len: 0,
+        id,
+        parent_id: if parent == 0 { 0 } else { read_u64(parent + l.kn_id as u64)? },
+        populated: u32::from(read_u32(cgroup + l.cgroup_populated as u64)? != 0),
+        _pad: 0,
+    };
+    if CGROUP_RECORDS.output::<CgroupHeader>(&record, 0).is_err() {
+        bump(STATUS_DROPPED);
+    }
+    Some(true)
 }
 
 fn as_bytes(words: &mut [u64]) -> &mut [u8] {

@@ -308,15 +308,21 @@ impl Walker {
     /// `Step::Restart` first: what it gathered must then be forgotten. On
     /// `Err`, what it gathered is incomplete.
     pub fn walk(&self, root: BorrowedFd<'_>, visit: impl FnMut(Step)) -> Result<IterStats, IterError> {
-        walk(&self.kernel.layout, self.target, root, visit)
+        walk(&self.kernel.layout, u64::MAX, self.target, root, visit)
     }
 
-    /// Like `walk`, for a sweep of the attachments: only the cgroups that
-    /// hold programs are visited, without their names (an empty `name`);
-    /// `IterStats::visited` counts them all.
-    pub fn sweep(&self, root: BorrowedFd<'_>, visit: impl FnMut(Step)) -> Result<IterStats, IterError> {
+    /// Like `walk`, for a sweep: every cgroup with its programs, but named
+    /// (a non-empty `name`) only when its id is above `names_after`: the
+    /// cgroups made since the caller last knew the tree (the kernel hands
+    /// out ever larger ids).
+    pub fn sweep(
+        &self,
+        root: BorrowedFd<'_>,
+        names_after: u64,
+        visit: impl FnMut(Step),
+    ) -> Result<IterStats, IterError> {
         let layout = KernelLayout { sweep: 1, ..self.kernel.layout };
-        walk(&layout, self.target, root, visit)
+        walk(&layout, names_after, self.target, root, visit)
     }
 }
 
@@ -330,6 +336,7 @@ pub enum Step {
 
 fn walk(
     layout: &KernelLayout,
+    names_after: u64,
     target: u32,
     root: BorrowedFd<'_>,
     mut visit: impl FnMut(Step),
@@ -348,7 +355,7 @@ fn walk(
                     expected_attach_type: bpf_attach_type::BPF_TRACE_ITER as u32,
                     attach_btf_id: target,
                 }],
-                globals: &[("LAYOUT", sys::pod_bytes(layout))],
+                globals: &[("LAYOUT", sys::pod_bytes(layout)), ("NAMES_AFTER", &names_after.to_ne_bytes())],
                 max_entries: &[("CGROUP_RECORDS", size)],
             },
         )

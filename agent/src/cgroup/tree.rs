@@ -267,6 +267,28 @@ impl Tree {
         }
     }
 
+    /// The largest cgroup id held: cgroups made later have larger ones (the
+    /// kernel hands out ever larger ids).
+    pub fn max_id(&self) -> u64 {
+        self.nodes.keys().copied().max().unwrap_or(self.root)
+    }
+
+    /// Sets whether processes are in a cgroup; whether that changed.
+    pub fn set_populated(&mut self, id: u64, populated: bool) -> bool {
+        match self.nodes.get_mut(&id) {
+            Some(n) if id != self.root && n.populated != populated => {
+                n.populated = populated;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The ids held, the root included, in no order.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.nodes.keys().copied()
+    }
+
     /// The most programs one cgroup holds on `hook`.
     pub fn most_on(&self, hook: AttachType) -> usize {
         self.nodes.values().map(|n| n.own.iter().filter(|a| a.attach_type == hook).count()).max().unwrap_or(0)

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::attribution::Place;
 use crate::bpf::AttachType;
 use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
@@ -73,6 +74,20 @@ impl Check {
     }
 }
 
+/// What applying a sweep to the tree did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// cgroups added, to be read again a moment later (runtimes attach
+    /// their device programs right after the mkdir).
+    pub made: Vec<u64>,
+    /// Whether the findings may differ now.
+    pub findings: bool,
+    /// A cgroup the sweep saw but could not place: a full pass is due.
+    pub unplaced: bool,
+    /// cgroups removed, added, or whose processes came or went.
+    pub changes: u64,
+}
+
 /// A cgroup of the tree, as placing it asks: what was read of it last.
 struct Stored<'a>(&'a Node);
 
@@ -99,8 +114,6 @@ pub struct Picture {
     stale: bool,
     /// Bumped on every change: what a rendered report was made from.
     generation: u64,
-    /// cgroups made or removed so far (the tree's count moved).
-    tree_changes: u64,
     /// `--max-cgroups`: past it between full passes too, the tree goes.
     tree_max: usize,
 }
@@ -111,7 +124,7 @@ impl Picture {
         let tree = snap.tree.take();
         let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
         let above = Level::above(&root_own, &snap.root_effective);
-        Picture { snap, tree, above, stale: false, generation: 0, tree_changes: 0, tree_max: usize::MAX }
+        Picture { snap, tree, above, stale: false, generation: 0, tree_max: usize::MAX }
     }
 
     /// Keeps the tree only while it holds at most `max` cgroups: cgroups
@@ -168,11 +181,6 @@ impl Picture {
 
     pub fn generation(&self) -> u64 {
         self.generation
-    }
-
-    /// How many cgroups were made or removed in the tree so far.
-    pub fn tree_changes(&self) -> u64 {
-        self.tree_changes
     }
 
     /// The names of what the findings are about (see `scan::names`);
@@ -258,13 +266,16 @@ impl Picture {
         if now == before {
             return Vec::new();
         }
-        let mut touched: Vec<u64> = before
-            .iter()
-            .filter(|b| !now.contains(b))
-            .chain(now.iter().filter(|n| !before.contains(n)))
+        // Hash sets: a node may hold tens of thousands of links.
+        let (had, has): (HashSet<&CgroupLinkInfo>, HashSet<&CgroupLinkInfo>) =
+            (before.iter().collect(), now.iter().collect());
+        let mut touched: Vec<u64> = had
+            .difference(&has)
+            .chain(has.difference(&had))
             .map(|l| l.cgroup_id)
             .filter(|&id| id != 0 && self.known(id))
             .collect();
+        drop((had, has));
         touched.sort_unstable();
         touched.dedup();
         self.snap.cgroup_links = now;
@@ -330,6 +341,61 @@ impl Picture {
             Some(t) => t.len() as u64,
             None => self.snap.cgroups_scanned,
         }
+    }
+
+    /// The largest cgroup id the tree holds: a sweep names the cgroups above
+    /// it, those made since (None without the tree).
+    pub fn max_id(&self) -> Option<u64> {
+        self.tree.as_ref().map(Tree::max_id)
+    }
+
+    /// Makes the tree what a sweep saw (`seen`, parents first; `named`: the
+    /// names of the cgroups made since `max_id`): cgroups gone are removed,
+    /// new ones added, and whether processes are in each is taken as seen.
+    /// The sweep is the only word the sources without cgroup events have
+    /// of the tree between full passes.
+    pub fn after_sweep(&mut self, seen: &[crate::daemon::sweep::Seen], named: &HashMap<u64, Vec<u8>>) -> Swept {
+        let mut out = Swept::default();
+        let Some(tree) = self.tree.as_ref() else { return out };
+        let now: HashSet<u64> = seen.iter().map(|s| s.id).collect();
+        let gone: Vec<u64> = tree.ids().filter(|id| !now.contains(id)).collect();
+        for id in gone {
+            if let Effect::Applied { findings } = self.removed(id) {
+                out.findings |= findings;
+                out.changes += 1;
+            }
+        }
+        for s in seen {
+            let Some(tree) = self.tree.as_mut() else { return out };
+            if tree.contains(s.id) {
+                if let Some(p) = s.populated
+                    && tree.set_populated(s.id, p)
+                {
+                    let in_kube =
+                        tree.get(s.id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
+                    self.changed();
+                    out.findings |= in_kube;
+                    out.changes += 1;
+                }
+                continue;
+            }
+            let Some(name) = named.get(&s.id) else {
+                // New to the picture, yet not new to the kernel: only a
+                // full pass can say where it belongs.
+                out.unplaced = true;
+                continue;
+            };
+            match self.made(s.id, s.parent, name, s.populated.unwrap_or(true)) {
+                Effect::Applied { findings } => {
+                    out.made.push(s.id);
+                    out.findings |= findings;
+                    out.changes += 1;
+                }
+                Effect::Unplaced => out.unplaced = true,
+                _ => {}
+            }
+        }
+        out
     }
 
     /// The ids of the cgroups whose own programs differ from the sweep's.

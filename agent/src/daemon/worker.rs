@@ -163,9 +163,6 @@ pub struct Worker {
     last_fallback: Option<String>,
     /// The last full pass kept no tree (more cgroups than --max-cgroups).
     untracked: bool,
-    /// Whether the last sweep over a settled tree counted other cgroups
-    /// than the picture holds.
-    tree_differed: bool,
     /// Every due time: full passes, sweeps, reads, judgements.
     schedule: Schedule,
     rendered: Option<(u64, u64, Bytes)>,
@@ -188,7 +185,8 @@ impl Worker {
             Instant::now(),
             config.interval,
             config.source == Source::Syscalls,
-            config.source == Source::Reading,
+            // The sources that see no cgroup made or removed sweep the tree.
+            matches!(config.source, Source::Reading | Source::Syscalls),
         );
         Worker {
             config,
@@ -202,7 +200,6 @@ impl Worker {
             verdict: None,
             last_fallback: None,
             untracked: false,
-            tree_differed: false,
             schedule,
             rendered: None,
             namer,
@@ -318,6 +315,11 @@ impl Worker {
         tracing::debug!(event = ?e.change, pid = e.pid, comm = %e.comm, "kernel event");
         if let Some(cmd) = e.change.command() {
             self.shared.metrics.attach_event(cmd, e.change.attach_type());
+        }
+        // A cgroup made: its event names its parent and name; its id is
+        // its directory's (0 while not found: the event changes nothing).
+        if let Change::CgroupMade { cgroup_id: id @ 0, parent_id, name } = &mut e.change {
+            *id = self.made_id(*parent_id, name).unwrap_or(0);
         }
         e.seq = self.next_seq;
         self.next_seq += 1;

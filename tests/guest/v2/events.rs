@@ -154,3 +154,18 @@ fn missed_kprobe_returns_are_counted_and_the_tree_read_again() {
         sources::missed_returns_are_counted_and_the_tree_read_again("kprobe");
     }
 }
+
+/// Issue 36, H3: with each source the kernel takes, a pod churning a
+/// cgroup deep down costs another pod's mkdir what it costs with the agent
+/// stopped: no source enables the cgroup_mkdir/cgroup_rmdir tracepoints
+/// (whose use makes the kernel format each such cgroup's path under
+/// cgroup_mutex for everyone).
+#[test]
+fn no_source_makes_a_deep_churn_slow_everyone_else() {
+    let g = guest::require("v2");
+    for source in ["fexit", "kprobe", "reading"] {
+        if source == "reading" || g.accepts(source) {
+            sources::deep_churn_costs_others_nothing(Some(source), 2000, std::time::Duration::from_secs(2));
+        }
+    }
+}

@@ -141,11 +141,14 @@ fn sigterm_stops_cleanly_and_detaches_its_programs() {
     }
     let t = TestCgroup::new("daemon-term");
     let before = loaded_program_ids();
-    let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap()]);
+    // A source that loads programs on this kernel (auto runs `reading`
+    // here, which loads none; fexit and kprobe are stopped alike in the
+    // guests).
+    let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--events", "syscalls"]);
     assert!(ready(&d));
     let during = loaded_program_ids();
     let its_own: Vec<u32> = during.iter().copied().filter(|id| !before.contains(id)).collect();
-    assert!(its_own.len() >= 2, "its cgroup mkdir/rmdir programs are loaded: {its_own:?}");
+    assert!(!its_own.is_empty(), "its syscall tracing program is loaded: {its_own:?}");
 
     let start = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(d.child.id() as i32), nix::sys::signal::SIGTERM).unwrap();

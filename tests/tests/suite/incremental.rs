@@ -76,7 +76,10 @@ fn the_picture_equals_a_fresh_audit_after_churn_and_attach_detach_link_pin_seque
         quiet
     });
     assert!(settled, "the daemon never settled:\n{}", d.logs());
-    assert!(updates() >= 40.0, "the changes were applied as events: {}", updates());
+    // With `reading` (this kernel's) the sweep finds what stayed: the ten
+    // containers kept, the misattachments and the links; with fexit and
+    // kprobe every mkdir and rmdir is an event too.
+    assert!(updates() >= 10.0, "the changes were applied to the picture: {}", updates());
     assert_eq!(full_passes(&d), 1.0, "{}", d.get("/metrics").1);
 
     assert_picture_is_a_fresh_audit(&d, &t);
@@ -153,16 +156,16 @@ fn a_change_under_a_name_that_is_not_utf8_or_a_path_past_path_max_is_seen_at_onc
     std::fs::create_dir(&odd).unwrap();
     let a = Attached::new(&odd, &prog, ALLOW_MULTI);
     assert!(seen(1.0), "an attach below a name that is not UTF-8 was not seen:\n{}", d.logs());
-    drop(a);
-    assert!(seen(0.0), "its detach was not seen:\n{}", d.logs());
-    let audit: Value = serde_json::from_str(&d.get("/events").1).unwrap();
-    let shown = audit["events"]
+    let audit: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+    let shown = audit["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|e| e["cgroup"].as_str())
+        .filter_map(|f| f["cgroup"].as_str())
         .any(|c| c.ends_with("/ctr-\\xff"));
     assert!(shown, "the name is shown escaped, not replaced: {audit:#}");
+    drop(a);
+    assert!(seen(0.0), "its detach was not seen:\n{}", d.logs());
 
     let chain = Chain::make(&ctr, &"n".repeat(255), 20);
     let a = Attached::new_fd(chain.bottom(), &prog, ALLOW_MULTI);

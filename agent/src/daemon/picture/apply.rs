@@ -15,7 +15,9 @@ impl Picture {
             return self.untracked(e);
         }
         match &e.change {
-            Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name),
+            // A new cgroup is made to hold processes: below a pod, the
+            // pod's container from now (and its parent one no more).
+            Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name, true),
             Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
             Change::BpfCall { hints, .. } if hints.contains(Hints::UNREAD) => Effect::Unplaced,
             Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, hints, .. } => {
@@ -119,7 +121,11 @@ impl Picture {
         Effect::Reread { cgroup_id, programs, check }
     }
 
-    fn made(&mut self, id: u64, parent: u64, name: &[u8]) -> Effect {
+    pub(super) fn made(&mut self, id: u64, parent: u64, name: &[u8], populated: bool) -> Effect {
+        // Its id was not found: gone again already, or outside the tree.
+        if id == 0 {
+            return Effect::Nothing;
+        }
         // A parent we do not know lies outside the audited tree (events we
         // lost are counted, and the worker reads the whole tree then).
         if self.tree.as_ref().is_some_and(|t| t.len() >= self.tree_max && !t.contains(id)) {
@@ -132,20 +138,16 @@ impl Picture {
         if name.is_empty() || tree.contains(id) {
             return Effect::Nothing;
         }
-        // A new cgroup is made to hold processes: below a pod, the pod's
-        // container from now (and its parent one no more).
-        if !tree.add(Record { id, parent, name, own: &[] }, true, None) {
+        if !tree.add(Record { id, parent, name, own: &[] }, populated, None) {
             return Effect::Nothing;
         }
         let in_kube = tree.get(id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
-        self.tree_changes += 1;
         self.changed();
         Effect::Applied { findings: in_kube }
     }
 
-    fn removed(&mut self, id: u64) -> Effect {
+    pub(super) fn removed(&mut self, id: u64) -> Effect {
         let Some(node) = self.tree.as_mut().and_then(|t| t.remove(id)) else { return Effect::Nothing };
-        self.tree_changes += 1;
         self.changed();
         let mut links = false;
         for l in self.snap.cgroup_links.iter_mut().filter(|l| l.cgroup_id == id) {

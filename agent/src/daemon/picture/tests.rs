@@ -265,3 +265,42 @@ fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
     assert!(findings && removed.len() == 1);
     assert!(!p.snapshot().processes.contains_key(&path));
 }
+
+/// Issue 36, H3: the sources without cgroup events learn of the tree from
+/// the sweep: what it no longer sees is removed, what it names is added
+/// below its parent, whether processes are in each is taken as seen; a
+/// cgroup it sees but cannot name asks for a full pass.
+#[test]
+fn a_sweep_makes_the_tree_what_the_kernel_holds() {
+    use crate::daemon::sweep::Seen;
+    let mut p = picture();
+    assert_eq!(p.max_id(), Some(4));
+    assert_eq!(p.apply(&made(5, 4, "old")), Effect::Applied { findings: true });
+    let seen = |id, parent, populated| Seen { id, parent, populated: Some(populated) };
+    // 5 went; 6 (a container of the pod, with processes) came; the pod
+    // itself now holds none.
+    let sweep = [seen(1, 0, false), seen(2, 1, false), seen(3, 2, false), seen(4, 3, false), seen(6, 4, true)];
+    let named = HashMap::from([(6, b"ctr".to_vec())]);
+    let swept = p.after_sweep(&sweep, &named);
+    assert_eq!(swept, Swept { made: vec![6], findings: true, unplaced: false, changes: 2 });
+    assert_eq!(p.path(6).as_deref(), Some(format!("/kubepods/burstable/pod{POD_UID}/ctr").as_str()));
+    assert_eq!(p.path(5), None, "removed");
+    let snap = p.snapshot();
+    assert_eq!(snap.pods[0].containers.len(), 1, "the new container holds the pod's processes: {:?}", snap.pods);
+    // The same sweep again changes nothing.
+    assert_eq!(p.after_sweep(&sweep, &named), Swept::default());
+    // Processes left the container: taken as seen.
+    let emptied = [seen(1, 0, false), seen(2, 1, false), seen(3, 2, false), seen(4, 3, false), seen(6, 4, false)];
+    assert!(p.after_sweep(&emptied, &HashMap::new()).findings);
+    assert!(p.snapshot().pods[0].containers.is_empty());
+    // A cgroup the picture does not know and the sweep did not name.
+    let unknown = [
+        seen(1, 0, false),
+        seen(2, 1, false),
+        seen(3, 2, false),
+        seen(4, 3, false),
+        seen(6, 4, false),
+        seen(7, 6, true),
+    ];
+    assert!(p.after_sweep(&unknown, &HashMap::new()).unplaced);
+}

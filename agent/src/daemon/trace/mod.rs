@@ -61,7 +61,7 @@ impl Source {
             Source::Fexit => "fexit/fentry on the kernel functions that change cgroup attachments",
             Source::Kprobe => "kprobes on the kernel functions that change cgroup attachments",
             Source::Reading => {
-                "reading: cgroup mkdir/rmdir tracepoints, new cgroups read again a moment later, and every attachment swept on a short period"
+                "reading: the tree and every attachment swept on a short period, new cgroups read again a moment later; no kernel program runs on other processes' calls"
             }
             Source::Syscalls => "BTF raw tracepoint at every syscall's exit (opt-in; slows every syscall on the node)",
             Source::None => "none: the whole tree is read every --interval",
@@ -79,8 +79,7 @@ impl Source {
 /// was refused.
 pub struct Started {
     pub source: Source,
-    /// `None` for `none`, and for `reading` when even the cgroup
-    /// tracepoints were refused (then the sweep finds new cgroups too).
+    /// `None` for `none` and `reading`, which load no event program.
     pub tracer: Option<Tracer>,
     pub refused: Vec<(Source, String)>,
     /// What else the log should say about it (BPF memory accounting).
@@ -123,7 +122,8 @@ pub fn start(asked: Source) -> Result<Started, StartError> {
         ));
     }
     for &source in candidates {
-        if source == Source::None {
+        // Neither loads anything: the sweep, or the full pass, reads.
+        if matches!(source, Source::None | Source::Reading) {
             return Ok(Started { source, tracer: None, refused, notes });
         }
         // Made where they count against no one else's locked memory.
@@ -150,12 +150,6 @@ pub fn start(asked: Source) -> Result<Started, StartError> {
             Ok(mut tracer) => {
                 notes.append(&mut tracer.notes);
                 return Ok(Started { source, tracer: Some(tracer), refused, notes });
-            }
-            // Reading works without its tracepoints: the sweep finds new
-            // cgroups too, later.
-            Err(e) if source == Source::Reading => {
-                refused.push((Source::Reading, format!("cgroup mkdir/rmdir tracepoints: {e}")));
-                return Ok(Started { source, tracer: None, refused, notes });
             }
             Err(e) => {
                 refused.push((source, e.to_string()));

@@ -42,33 +42,43 @@ enum Target {
     RawTp(&'static str),
 }
 
-const TREE: [(&str, Target); 2] = [
-    ("cgroup_made", Target::RawTp("btf_trace_cgroup_mkdir")),
-    ("cgroup_removed", Target::RawTp("btf_trace_cgroup_rmdir")),
-];
+/// The kernel functions that make and remove a cgroup directory: kernfs
+/// calls them through its ops, so they are never inlined away. Not the
+/// tracepoints of the same names, which make the kernel format every such
+/// cgroup's whole path under cgroup_mutex for everyone (issue 36, H3).
+const CGROUP_MKDIR: (&str, u32) = ("cgroup_mkdir", 3);
+const CGROUP_RMDIR: (&str, u32) = ("cgroup_rmdir", 1);
 
-const FEXIT: [(&str, Target); 6] = [
+const FEXIT: [(&str, Target); 8] = [
     ("prog_attach_exit", Target::Fexit(PROG_ATTACH)),
     ("prog_detach_exit", Target::Fexit(PROG_DETACH)),
     ("link_attach_exit", Target::Fexit(LINK_ATTACH)),
     ("link_replace_exit", Target::Fexit(LINK_REPLACE)),
     ("link_release_entry", Target::Fentry(LINK_RELEASE)),
     ("link_detach_entry", Target::Fentry(LINK_DETACH)),
+    ("cgroup_mkdir_exit", Target::Fexit(CGROUP_MKDIR)),
+    ("cgroup_rmdir_exit", Target::Fexit(CGROUP_RMDIR)),
 ];
 
-const KPROBE: [(&str, Target); 7] = [
+const KPROBE: [(&str, Target); 9] = [
     ("prog_attach_entry", Target::Kprobe(PROG_ATTACH)),
     ("prog_detach_entry", Target::Kprobe(PROG_DETACH)),
     ("link_attach_entry", Target::Kprobe(LINK_ATTACH)),
     ("link_replace_entry", Target::Kprobe(LINK_REPLACE)),
-    ("attach_return", Target::Kretprobe(&[PROG_ATTACH, PROG_DETACH, LINK_ATTACH, LINK_REPLACE])),
+    (
+        "attach_return",
+        Target::Kretprobe(&[PROG_ATTACH, PROG_DETACH, LINK_ATTACH, LINK_REPLACE, CGROUP_MKDIR, CGROUP_RMDIR]),
+    ),
     ("link_release_probe", Target::Kprobe(LINK_RELEASE)),
     ("link_detach_probe", Target::Kprobe(LINK_DETACH)),
+    ("cgroup_mkdir_entry", Target::Kprobe(CGROUP_MKDIR)),
+    ("cgroup_rmdir_entry", Target::Kprobe(CGROUP_RMDIR)),
 ];
 
 const SYSCALLS: [(&str, Target); 1] = [("syscall_exited", Target::RawTp("btf_trace_sys_exit"))];
 
-/// The programs of `source` (the tree's with each).
+/// The programs of `source`. `reading` loads none: it learns of the tree
+/// and the attachments from the sweep.
 fn programs(source: Source) -> impl Iterator<Item = &'static (&'static str, Target)> {
     let own: &'static [(&str, Target)] = match source {
         Source::Fexit => &FEXIT,
@@ -76,7 +86,7 @@ fn programs(source: Source) -> impl Iterator<Item = &'static (&'static str, Targ
         Source::Syscalls => &SYSCALLS,
         Source::Reading | Source::None | Source::Auto => &[],
     };
-    own.iter().chain(TREE.iter())
+    own.iter()
 }
 
 impl Target {
@@ -128,13 +138,8 @@ const SYSCALL_ABI: Option<(u32, u32, [&str; 5])> = None;
 /// see calls, the syscall ABI's for `syscalls`.
 pub fn events_layout(types: &Types<'_>, source: Source) -> Result<wire::EventsLayout, TraceError> {
     let off = |s: &str, m: &str| types.offset_of(s, m).map(|(o, _)| o).map_err(btf);
-    let mut l = wire::EventsLayout {
-        cgroup_kn: off("cgroup", "kn")?,
-        kn_id: off("kernfs_node", "id")?,
-        kn_parent: off("kernfs_node", "__parent|parent")?,
-        kn_name: off("kernfs_node", "name")?,
-        ..Default::default()
-    };
+    let mut l =
+        wire::EventsLayout { cgroup_kn: off("cgroup", "kn")?, kn_id: off("kernfs_node", "id")?, ..Default::default() };
     if !source.traces_calls() {
         return Ok(l);
     }
@@ -175,8 +180,8 @@ pub fn events_layout(types: &Types<'_>, source: Source) -> Result<wire::EventsLa
 /// in one pass over the kernel's BTF.
 const KERNEL_NAMES: &[&str] = &[
     "btf_trace_sys_exit",
-    "btf_trace_cgroup_mkdir",
-    "btf_trace_cgroup_rmdir",
+    "cgroup_mkdir",
+    "cgroup_rmdir",
     "cgroup_bpf_prog_attach",
     "cgroup_bpf_prog_detach",
     "cgroup_bpf_link_attach",
@@ -420,14 +425,30 @@ fn kprobe(
 mod tests {
     use super::*;
 
+    /// Issue 36, H3: no source enables a tracepoint on cgroup mkdir or
+    /// rmdir (the kernel then formats every such cgroup's path under
+    /// cgroup_mutex, for everyone); fexit and kprobe learn of the tree from
+    /// the functions, the others from the sweep.
     #[test]
-    fn every_source_loads_the_tree_programs_and_only_its_own() {
+    fn each_source_loads_only_its_own_programs_and_no_cgroup_tracepoint() {
         let names = |s| programs(s).map(|(n, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names(Source::Reading), ["cgroup_made", "cgroup_removed"]);
-        assert!(names(Source::Fexit).contains(&"prog_attach_exit") && names(Source::Fexit).contains(&"cgroup_made"));
+        assert!(names(Source::Reading).is_empty(), "the sweep reads the tree");
+        for s in [Source::Fexit, Source::Kprobe] {
+            assert!(names(s).iter().any(|n| n.starts_with("cgroup_mkdir")), "{s:?}");
+            assert!(names(s).iter().any(|n| n.starts_with("cgroup_rmdir")), "{s:?}");
+        }
         assert!(!names(Source::Fexit).contains(&"syscall_exited"), "no per-syscall program unless asked for");
         assert!(!names(Source::Kprobe).contains(&"syscall_exited"));
-        assert_eq!(names(Source::Syscalls), ["syscall_exited", "cgroup_made", "cgroup_removed"]);
+        assert_eq!(names(Source::Syscalls), ["syscall_exited"]);
+        let raw_tps: Vec<&str> = [Source::Fexit, Source::Kprobe, Source::Syscalls, Source::Reading]
+            .into_iter()
+            .flat_map(programs)
+            .filter_map(|(_, t)| match t {
+                Target::RawTp(tp) => Some(*tp),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(raw_tps, ["btf_trace_sys_exit"]);
     }
 
     #[test]

@@ -105,7 +105,6 @@ impl Worker {
     pub(super) fn full_pass(&mut self, trigger: Trigger) {
         let started = Instant::now();
         self.schedule.pass_started(started);
-        self.tree_differed = false;
         let mut opts = self.config.scan.clone();
         opts.tree_max = self.config.max_cgroups;
         opts.name_cgroups = self.history.attacher_cgroups();

@@ -40,6 +40,24 @@ impl Worker {
         picture.add_programs(table.into_values());
     }
 
+    /// The id of the cgroup named `name` just made below `parent_id`: its
+    /// event names the parent and the name (`cgroup_mkdir` returns only 0),
+    /// and a cgroup's id is its directory's inode. `None` when the parent is
+    /// outside the picture or the cgroup is gone already.
+    pub(super) fn made_id(&self, parent_id: u64, name: &[u8]) -> Option<u64> {
+        use std::os::unix::ffi::OsStrExt;
+        let (picture, root) = (self.picture.as_ref()?, self.root.as_ref()?);
+        let names = picture.names(parent_id)?;
+        let parent = visit::open_by_id(root.as_fd(), parent_id, &names).ok()?;
+        let st = nix::sys::stat::fstatat(
+            parent.as_fd(),
+            std::ffi::OsStr::from_bytes(name),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .ok()?;
+        (st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some(st.st_ino)
+    }
+
     /// Reads the cgroups events asked for in this batch; true when the
     /// findings may have changed.
     pub(super) fn reread_pending(&mut self) -> bool {
@@ -211,24 +229,25 @@ impl Worker {
         judge
     }
 
-    /// One attachment sweep: the cgroups whose own programs differ from
-    /// the picture's are read again; a tree that differs (cgroups the
-    /// picture does not know, or lacks) asks for a full pass, when two
-    /// sweeps in a row over a settled tree say so.
+    /// One sweep: the tree made what the kernel holds (cgroups made and
+    /// removed, processes in each), then the cgroups whose own programs
+    /// differ from the picture's are read again; a cgroup the picture
+    /// cannot place asks for a full pass.
     fn sweep_attachments(&mut self, events: Option<&Receiver<Event>>) -> bool {
         let started = Instant::now();
         let (Some(picture), Some(root)) = (self.picture.as_ref(), self.root.as_ref()) else {
             self.schedule.swept(Instant::now(), Duration::ZERO);
             return false;
         };
-        let tree_changes = picture.tree_changes();
         let snap = picture.last();
         let support = Support {
             supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
             unsupported: Vec::new(),
         };
         let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
-        let swept = crate::daemon::sweep::sweep(root.as_fd(), snap.root.cgroup_id, &support, in_kernel);
+        // Without the tree nothing is placed: names are not needed.
+        let names_after = picture.max_id().unwrap_or(u64::MAX);
+        let swept = crate::daemon::sweep::sweep(root.as_fd(), snap.root.cgroup_id, names_after, &support, in_kernel);
         let mut judge = false;
         let mut drained = Duration::ZERO;
         match swept {
@@ -250,31 +269,27 @@ impl Worker {
                     self.shared.metrics.busy(Work::Sweep, started.elapsed());
                     return false;
                 }
-                // cgroups made or removed while the sweep ran: their events
-                // are applied first (their time is the events', not the
-                // sweep's), and a count that moved meanwhile proves
-                // nothing: under container churn nearly every sweep would
-                // ask for a full pass otherwise. An event still on its way
-                // can make one count differ; a tree that really differs
-                // does so on the next sweep too.
+                // Attach events that came while the sweep ran (syscall
+                // tracing) are applied first: their time is the events',
+                // not the sweep's.
                 let applying = Instant::now();
                 judge |= self.apply_waiting(events);
                 drained = applying.elapsed();
-                let Some(picture) = self.picture.as_ref() else { return judge };
-                let mut differ = picture.differing(&sweep.attached);
-                if picture.tree_changes() == tree_changes {
-                    let differs = sweep.cgroups != picture.cgroups();
-                    if differs {
-                        tracing::debug!(swept = sweep.cgroups, known = picture.cgroups(), "the sweep saw another tree");
-                    }
-                    if differs && self.tree_differed {
-                        self.ask_full_pass(Trigger::Unplaced);
-                    }
-                    self.tree_differed = differs;
+                let Some(picture) = self.picture.as_mut() else { return judge };
+                let tree = picture.after_sweep(&sweep.seen, &sweep.named);
+                self.shared.metrics.incremental_updates(tree.changes);
+                judge |= tree.findings;
+                if tree.unplaced {
+                    self.ask_full_pass(Trigger::Unplaced);
                 }
+                for id in tree.made {
+                    self.schedule.new_cgroup(Instant::now(), id);
+                }
+                let Some(picture) = self.picture.as_mut() else { return judge };
+                let mut differ = picture.differing(&sweep.attached);
                 // Links are named on their attachments: what the kernel
                 // lists now, and the cgroups whose links changed.
-                if let (Ok(links), Some(picture)) = (programs::cgroup_links(), self.picture.as_mut()) {
+                if let Ok(links) = programs::cgroup_links() {
                     self.shared.metrics.objects_skipped("link", links.skipped);
                     differ.extend(picture.reconcile_links(links.cgroup));
                 }

@@ -12,6 +12,7 @@ mod fuse;
 mod http;
 mod load;
 mod names;
+mod tree;
 
 const MISATTACHED: &str = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium"}"#;
 
