@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::bpf::{ALLOW_MULTI, Attached, Link, Prog, link_update};
 use crate::cgroup::TestCgroup;
 use crate::daemon::{Daemon, metric_value, wait_until};
-use crate::kubepods::{OTHER_POD_UID, SEED_CONTAINER, SEED_POD_UID, cgroupfs_container, cgroupfs_pod};
+use crate::kubepods::{OTHER_CONTAINER, OTHER_POD_UID, SEED_CONTAINER, SEED_POD_UID, cgroupfs_container, cgroupfs_pod};
 use crate::spawn::{agent, fixture_bin};
 
 /// How soon a change must reach /metrics with each source: at once with
@@ -491,4 +491,40 @@ pub fn deep_churn_costs_others_nothing(events: Option<&str>, depth: usize, windo
     );
     let made = off_before.pairs.min(off_after.pairs);
     assert!(on.pairs * 2 >= made, "{} pairs with the agent, {made} without:\n{logs}", on.pairs);
+}
+
+/// Issue 36, M1: a program attached once with `BPF_PROG_ATTACH`, and a link
+/// of the same program on the same hook made and ended again and again.
+/// The end of the link (its release: `fexit`, `kprobe`; its
+/// `BPF_LINK_DETACH` under `syscalls`, which sees no release) had every
+/// copy of the program taken off that hook in the picture until the next
+/// full pass: hidden in 76 of 80 one-second samples, so the one-minute
+/// alert never fired. Only the ended link's own entry goes now.
+pub fn ending_a_link_hides_no_other_copy(events: &str) {
+    let t = TestCgroup::new(&format!("copies-{events}"));
+    let ctr_rel = cgroupfs_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER);
+    let ctr = t.mkdir(&ctr_rel);
+    let d = daemon(&t, events);
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _kept = Attached::new(&ctr, &prog, ALLOW_MULTI);
+    reaches(&d, events, "attach", &ctr_rel, "connect4", &[prog.id]);
+    let mut hidden = 0;
+    let rounds = 20;
+    for _ in 0..rounds {
+        let link = Link::new(&ctr, &prog);
+        std::thread::sleep(Duration::from_millis(50));
+        if events == "syscalls" {
+            agent::bpf::sys::link_detach(link.fd.as_fd()).expect("BPF_LINK_DETACH");
+        }
+        drop(link);
+        // What the picture holds a moment after the end (the sources that
+        // see it apply it at once).
+        std::thread::sleep(Duration::from_millis(300));
+        if !in_picture(&d, &ctr_rel, "connect4").contains(&u64::from(prog.id)) {
+            hidden += 1;
+        }
+    }
+    println!("{events}: the attached copy was hidden in {hidden} of {rounds} samples");
+    assert_eq!(hidden, 0, "ending a link of the program hid its other copy:\n{}", d.logs());
+    reaches(&d, events, "after", &ctr_rel, "connect4", &[prog.id]);
 }

@@ -55,10 +55,11 @@ pub enum Check {
     /// Something gone that the picture had: what the call detached.
     Removes,
     /// A cgroup link the kernel has begun to release or detach (the
-    /// programs see its entry): its program leaves the hook whatever a
-    /// reading made meanwhile lists, since the kernel takes cgroup_mutex
-    /// only after the event is sent and a query may get it first.
-    Released { prog_id: u32, hook: AttachType },
+    /// programs see its entry, before the kernel takes cgroup_mutex): the
+    /// reading is made once the kernel has taken the link off the hook (it
+    /// names no cgroup any more, or is gone), so that it lists what stays,
+    /// the program's other copies included.
+    Released { prog_id: u32, hook: AttachType, link_id: u32 },
 }
 
 impl Check {

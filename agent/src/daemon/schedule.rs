@@ -55,6 +55,8 @@ const SWEEP_SHARE: u32 = 100;
 /// The reading fallback reads a new cgroup again this long after it
 /// appears: runtimes attach their device programs right after the mkdir.
 const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
+/// A cgroup asked to be read again later is, this much later.
+const READ_AGAIN: Duration = Duration::from_millis(100);
 /// New cgroups read that way per second at most; past this the next sweep,
 /// brought forward, finds them all in one pass: each read waits on the
 /// kernel's cgroup_mutex, which a pod making cgroups without pause keeps
@@ -147,6 +149,9 @@ pub struct Schedule {
     judge_due: Option<Instant>,
     /// When each mount path was last remediated.
     remediated: HashMap<String, Instant>,
+    /// cgroups to read again later, with any source: a link whose release
+    /// the kernel had not finished when it was read.
+    later: VecDeque<(Instant, u64)>,
 }
 
 impl Schedule {
@@ -175,6 +180,7 @@ impl Schedule {
             judge_cost: Duration::ZERO,
             judge_due: None,
             remediated: HashMap::new(),
+            later: VecDeque::new(),
         }
     }
 
@@ -185,6 +191,7 @@ impl Schedule {
             self.judge_due,
             self.next_link_sweep,
             self.reading.as_ref().map(Reading::due),
+            self.later.front().map(|(at, _)| *at),
             self.node_state_due,
         ]
         .into_iter()
@@ -303,9 +310,26 @@ impl Schedule {
         }
     }
 
-    /// Whether the reading fallback has a read or a sweep due at `now`.
+    /// Whether a read (a cgroup read again later, the reading fallback's
+    /// new cgroups) or a sweep is due at `now`.
     pub fn read_due(&self, now: Instant) -> bool {
-        self.reading.as_ref().is_some_and(|r| r.due() <= now)
+        self.reading.as_ref().is_some_and(|r| r.due() <= now) || self.later.front().is_some_and(|(at, _)| *at <= now)
+    }
+
+    /// Reads cgroup `id` again `READ_AGAIN` after `now` (a link release the
+    /// kernel had not finished: the reading then lists it still).
+    pub fn read_again(&mut self, now: Instant, id: u64) {
+        if !self.later.iter().any(|(_, i)| *i == id) {
+            self.later.push_back((now + READ_AGAIN, id));
+        }
+    }
+
+    /// The next cgroup to read again whose moment has come at `now`.
+    pub fn take_read_again(&mut self, now: Instant) -> Option<u64> {
+        if self.later.front().is_none_or(|(at, _)| *at > now) {
+            return None;
+        }
+        self.later.pop_front().map(|(_, id)| id)
     }
 
     /// A cgroup `id` appeared at `now`: under the reading fallback it is

@@ -31,7 +31,6 @@ use crossbeam_channel::{Receiver, select_biased};
 use super::history::{History, Recorded};
 use super::picture::{Check, Effect, Picture, SHOWN_MAX};
 use super::schedule::{Next, Schedule};
-use crate::bpf::AttachType;
 use crate::daemon::metrics::{Metrics, Trigger, Work};
 use crate::daemon::trace::Source;
 use crate::findings::{Finding, Policy};
@@ -49,6 +48,11 @@ pub use remediate::Remediate;
 /// Messages handled before the picture's findings are judged again: a burst
 /// is folded into one judgement.
 const BATCH: usize = 256;
+
+/// How long a released link's reading waits for the kernel to take the
+/// link off its hook (it does so right after the event, under
+/// cgroup_mutex).
+const RELEASE_WAIT: Duration = Duration::from_millis(10);
 
 /// What the worker is asked, ahead of any event.
 pub enum Msg {
@@ -173,9 +177,6 @@ pub struct Worker {
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
-    /// (cgroup, program, hook) of links released or detached in this
-    /// batch (`Check::Released`): no reading of the batch lists them.
-    released: Vec<(u64, u32, AttachType)>,
 }
 
 impl Worker {
@@ -205,7 +206,6 @@ impl Worker {
             namer,
             lost_seen: 0,
             pending_rereads: BTreeSet::new(),
-            released: Vec::new(),
         }
     }
 
@@ -371,8 +371,14 @@ impl Worker {
                 // hook, its processes) is read once per batch with its other
                 // re-reads. A busy cgroup's attach and detach calls each cost
                 // one query then, not one per hook and its processes.
-                if let Check::Released { prog_id, hook } = check {
-                    self.released.push((cgroup_id, prog_id, hook));
+                // The release's event comes before the kernel takes the link
+                // off the hook: read once it has (or later, if it has not).
+                if let Check::Released { link_id, .. } = check
+                    && !crate::bpf::programs::link_ended(link_id, RELEASE_WAIT)
+                {
+                    self.pending_rereads.insert(cgroup_id);
+                    self.schedule.read_again(Instant::now(), cgroup_id);
+                    return ("reread", false);
                 }
                 let hook = match (check, e.change.attach_type()) {
                     (Check::Holds { hook, .. } | Check::Released { hook, .. }, _) | (Check::Removes, Some(hook)) => {

@@ -169,3 +169,16 @@ fn no_source_makes_a_deep_churn_slow_everyone_else() {
         }
     }
 }
+
+/// Issue 36, M1: ending one link of a program (its release, seen at once
+/// by fexit and kprobe) takes only that link's entry off the hook, never
+/// the program's other copy.
+#[test]
+fn ending_a_link_hides_no_other_copy_of_its_program() {
+    let g = guest::require("v2");
+    for source in ["fexit", "kprobe"] {
+        if runs(&g, source) {
+            sources::ending_a_link_hides_no_other_copy(source);
+        }
+    }
+}

@@ -74,3 +74,13 @@ fn a_busy_cgroup_cannot_put_syscall_tracing_behind() {
     }
     sources::a_busy_cgroup_cannot_put_the_daemon_behind("syscalls", 1_000);
 }
+
+/// Issue 36, M1, with the source on this kernel that sees a link end
+/// (`BPF_LINK_DETACH`); fexit and kprobe (its release) in the guests.
+#[test]
+fn ending_a_link_hides_no_other_copy_of_its_program_with_syscall_tracing() {
+    if !can_run(&[]) {
+        return;
+    }
+    sources::ending_a_link_hides_no_other_copy("syscalls");
+}

@@ -68,7 +68,11 @@ impl Picture {
                 // the caller's fd.
                 let released = match (command, known_link) {
                     (BpfCommand::LinkReleased | BpfCommand::LinkDetach, Some(l)) if l.cgroup_id != 0 => {
-                        AttachType::from_kernel(l.attach_type).map(|hook| Check::Released { prog_id: l.prog_id, hook })
+                        AttachType::from_kernel(l.attach_type).map(|hook| Check::Released {
+                            prog_id: l.prog_id,
+                            hook,
+                            link_id: l.link_id,
+                        })
                     }
                     _ => None,
                 };

@@ -123,11 +123,11 @@ fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again()
 }
 
 #[test]
-fn a_link_the_kernel_releases_leaves_its_hook_whatever_a_reading_meanwhile_lists() {
+fn a_link_the_kernel_releases_asks_for_a_reading_once_it_is_off_its_hook() {
     let mut p = picture();
     // A link made on the pod's cgroup, then its last fd closed: the
     // release's event arrives before the kernel has taken it off the
-    // hook, so the reading it asks for must not put it back.
+    // hook; the reading waits for that, naming the link.
     assert!(matches!(
         p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 90, Some(7)))),
         Effect::Reread { .. }
@@ -141,9 +141,9 @@ fn a_link_the_kernel_releases_leaves_its_hook_whatever_a_reading_meanwhile_lists
         flags: 0,
         hints: Hints::default(),
     };
-    let check = Check::Released { prog_id: 90, hook: t("connect4") };
+    let check = Check::Released { prog_id: 90, hook: t("connect4"), link_id: 7 };
     assert_eq!(p.apply(&ev(released)), Effect::Reread { cgroup_id: 4, programs: vec![], check });
-    assert!(check.holds(&[], &[multi("connect4", 90)]), "borne out even by a reading made before the release");
+    assert!(check.holds(&[], &[multi("connect4", 90)]), "the program may have another copy on the hook");
 }
 
 #[test]

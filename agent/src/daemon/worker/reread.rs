@@ -62,7 +62,6 @@ impl Worker {
     /// findings may have changed.
     pub(super) fn reread_pending(&mut self) -> bool {
         if self.pending_rereads.is_empty() {
-            self.released.clear();
             return false;
         }
         let started = Instant::now();
@@ -70,7 +69,6 @@ impl Worker {
         for id in std::mem::take(&mut self.pending_rereads) {
             findings |= self.reread(id, Check::None);
         }
-        self.released.clear();
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         findings
     }
@@ -105,10 +103,7 @@ impl Worker {
         let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
             .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx));
         match read {
-            Ok((mut attached, procs)) => {
-                attached.retain(|a| {
-                    !self.released.iter().any(|&(c, p, h)| c == cgroup_id && a.prog_id == p && a.attach_type == h)
-                });
+            Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
                 // ... or known only by the kernel's 15 bytes (loaded before
@@ -194,6 +189,10 @@ impl Worker {
         let mut judge = false;
         let started = Instant::now();
         let mut read = false;
+        while let Some(id) = self.schedule.take_read_again(now) {
+            judge |= self.reread(id, Check::None);
+            read = true;
+        }
         // For at most READ_BUDGET at a time: a pod making cgroups without
         // pause (each read waits on the kernel's cgroup_mutex, which its
         // mkdirs hold) must not keep a due full pass from its turn.
