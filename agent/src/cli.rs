@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::builder::{NonEmptyStringValueParser, PossibleValue};
+use clap::builder::{BoolishValueParser, NonEmptyStringValueParser, PossibleValue};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::daemon::Remediate;
@@ -89,10 +89,10 @@ pub enum Command {
     /// updating only what changed; serves Prometheus metrics.
     ///
     /// Changes come from the best source the kernel allows (--events):
-    /// fexit programs on the kernel functions that change cgroup attachments,
-    /// else kprobes on them, else reading (cgroup mkdir/rmdir tracepoints and
-    /// a sweep of every attachment every few seconds). None of these slows
-    /// other processes' syscalls. The source is chosen by trying each at
+    /// fexit programs on the kernel functions that change cgroup attachments
+    /// (and make and remove cgroups), else kprobes on them, else reading (a
+    /// sweep of the tree and every attachment every few seconds). None of
+    /// these slows other processes' syscalls or cgroup operations. The source is chosen by trying each at
     /// start, logged with why the better ones were refused, and exported as
     /// cgaudit_event_source{source}. Needs BTF, CAP_BPF and CAP_PERFMON; no
     /// tracefs mount.
@@ -149,10 +149,40 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Remount(RemountArgs),
 
+    /// Ask a running `agent run --probe-socket PATH` whether it is alive or
+    /// ready, as the DaemonSet's exec probes do: off the network, so no pod
+    /// sharing the kubelet's address can crowd the probes out.
+    ///
+    /// Prints the daemon's answer; exit 0 when it is alive (ready), 1 when
+    /// it is not or does not answer within 3 s.
+    ///
+    /// Examples:
+    ///   agent probe --socket /run/cgaudit/probe.sock live
+    ///   agent probe --socket /run/cgaudit/probe.sock ready
+    #[command(verbatim_doc_comment)]
+    Probe(ProbeArgs),
+
     /// Internal: the single-threaded helper `remount` runs to enter the
     /// target's namespaces.
     #[command(name = "__remount-helper", hide = true)]
     RemountHelper(HelperArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The daemon's probe socket (its --probe-socket).
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+    /// `live`: the worker makes progress (/healthz); `ready`: an audit that
+    /// saw the whole node completed lately (/readyz).
+    #[arg(value_enum)]
+    pub what: ProbeWhat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeWhat {
+    Live,
+    Ready,
 }
 
 /// Arguments of the hidden helper subcommand `remount` runs; the target
@@ -187,7 +217,7 @@ pub struct RemountArgs {
 
     /// PID 1 of <PROC> is a nested node's init (kind, k0s): its cgroup
     /// namespace is the reference root even when nothing of a node is seen.
-    #[arg(long, env = "CGAUDIT_NESTED_NODE")]
+    #[arg(long, env = "CGAUDIT_NESTED_NODE", value_parser = BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub nested_node: bool,
 
     /// The process whose mount namespace holds the mount to repair (a CNI
@@ -349,6 +379,14 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "events")]
     pub no_tracing: bool,
 
+    /// Also answer the liveness and readiness probes on a unix socket at
+    /// PATH (`agent probe`), in a directory of the agent's own: the
+    /// DaemonSet's probes use it, so that no pod sharing the kubelet's
+    /// address can crowd them out. A socket left there by an earlier run is
+    /// replaced; anything else at PATH is refused.
+    #[arg(long, value_name = "PATH")]
+    pub probe_socket: Option<PathBuf>,
+
     /// Who may read /audit and /events, which name the node's cgroups,
     /// pods, containers and processes.
     #[arg(long, value_enum, value_name = "WHO", default_value_t = AuditEndpoint::Loopback)]
@@ -425,6 +463,6 @@ pub struct ScanArgs {
     /// kubelet, a container runtime, a CNI agent) is visible there. Without
     /// it, such a view counts as incomplete (exit 2): it is what a pod
     /// without hostPID sees.
-    #[arg(long, env = "CGAUDIT_NESTED_NODE")]
+    #[arg(long, env = "CGAUDIT_NESTED_NODE", value_parser = BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub nested_node: bool,
 }

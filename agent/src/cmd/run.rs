@@ -25,6 +25,7 @@ pub fn main(args: &RunArgs) -> anyhow::Result<u8> {
         };
     let settings = daemon::Settings {
         listen: args.listen.clone(),
+        probe_socket: args.probe_socket.clone(),
         events: if args.no_tracing { Source::None } else { args.events },
         audit_endpoint: args.audit_endpoint,
         scan: args.scan.options(),

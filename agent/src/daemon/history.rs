@@ -9,8 +9,10 @@
 //!
 //! - the attaching event of every program still attached is kept apart
 //!   from the window, for as long as the program stays attached;
-//! - in the window, the callers of one cgroup hold at most a quarter of it:
-//!   past that, their own oldest event makes room, not someone else's.
+//! - in the window, the callers of one pod (or, outside pods, of one cgroup
+//!   at the top of the tree) hold at most a quarter of it: past that, their
+//!   own oldest event makes room, not someone else's. A pod makes as many
+//!   cgroups as it likes; it does not get a share for each.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -62,10 +64,30 @@ fn attachment_made(e: &Event) -> Option<Key> {
     }
 }
 
+/// Whose share of the window an event counts against: its caller's pod,
+/// else the caller's cgroup at the top of the tree, else (its path not
+/// known) the caller's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Caller {
+    Pod(String),
+    Top(String),
+    Cgroup(u64),
+}
+
+impl Caller {
+    fn of(r: &Recorded) -> Caller {
+        let Some(path) = r.caller_cgroup.as_deref() else { return Caller::Cgroup(r.event.caller_cgroup_id) };
+        match crate::attribution::attribute(path).pod_uid {
+            Some(uid) => Caller::Pod(uid),
+            None => Caller::Top(path.trim_start_matches('/').split('/').next().unwrap_or_default().to_owned()),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct History {
-    recent: VecDeque<Recorded>,
-    per_caller: HashMap<u64, usize>,
+    recent: VecDeque<(Caller, Recorded)>,
+    per_caller: HashMap<Caller, usize>,
     attachers: HashMap<Key, (Instant, Event)>,
     added: usize,
     pruned: Instant,
@@ -89,34 +111,34 @@ impl History {
             self.attachers.insert(key, (Instant::now(), r.event.clone()));
             self.added += 1;
         }
-        let caller = r.event.caller_cgroup_id;
+        let caller = Caller::of(&r);
         let theirs = self.per_caller.get(&caller).copied().unwrap_or(0);
         if theirs >= PER_CALLER {
-            if let Some(i) = self.recent.iter().position(|o| o.event.caller_cgroup_id == caller) {
+            if let Some(i) = self.recent.iter().position(|(c, _)| *c == caller) {
                 self.recent.remove(i);
-                self.forget_one(caller);
+                self.forget_one(&caller);
             }
         } else if self.recent.len() >= KEPT
-            && let Some(oldest) = self.recent.pop_front()
+            && let Some((oldest, _)) = self.recent.pop_front()
         {
-            self.forget_one(oldest.event.caller_cgroup_id);
+            self.forget_one(&oldest);
         }
-        *self.per_caller.entry(caller).or_default() += 1;
-        self.recent.push_back(r);
+        *self.per_caller.entry(caller.clone()).or_default() += 1;
+        self.recent.push_back((caller, r));
     }
 
-    fn forget_one(&mut self, caller: u64) {
-        if let Some(n) = self.per_caller.get_mut(&caller) {
+    fn forget_one(&mut self, caller: &Caller) {
+        if let Some(n) = self.per_caller.get_mut(caller) {
             *n -= 1;
             if *n == 0 {
-                self.per_caller.remove(&caller);
+                self.per_caller.remove(caller);
             }
         }
     }
 
     /// The recent events, oldest first.
     pub fn recent(&self) -> impl Iterator<Item = &Recorded> {
-        self.recent.iter()
+        self.recent.iter().map(|(_, r)| r)
     }
 
     /// The attaching events kept, for the picture's findings.
@@ -197,6 +219,36 @@ mod tests {
         assert_eq!(recent[0].event.seq, 1, "the other caller's event stays");
         assert_eq!(recent.last().unwrap().event.seq, 4_999, "the flood keeps its newest");
         assert_eq!(h.attachers().len(), 1);
+    }
+
+    /// Issue 36, L2: the share was per cgroup: five cgroups of one pod held
+    /// five shares, more than the whole window, and flushed every other
+    /// caller's events. One pod's cgroups share one now.
+    #[test]
+    fn one_pods_cgroups_share_one_quota() {
+        let pod = |uid: &str, c: u64| format!("/kubepods/burstable/pod{uid}/c{c}");
+        let (victim, tenant) = ("0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d", "7e4a0000-0000-4000-8000-000000000001");
+        let mut h = History::default();
+        let mut first = attach(1, 10, 100, 7);
+        first.caller_cgroup = Some(pod(victim, 10));
+        h.record(first);
+        for seq in 2..5_000 {
+            let c = 20 + seq % 5;
+            let mut e = event(seq, c, Change::CgroupRemoved { cgroup_id: seq });
+            e.caller_cgroup = Some(pod(tenant, c));
+            h.record(e);
+        }
+        let recent: Vec<&Recorded> = h.recent().collect();
+        assert_eq!(recent[0].event.seq, 1, "the other pod's event stays");
+        assert_eq!(recent.len(), 1 + PER_CALLER, "the tenant's five cgroups hold one share");
+        // Callers outside pods share by their top cgroup.
+        let mut h = History::default();
+        for seq in 0..2_000 {
+            let mut e = event(seq, seq, Change::CgroupRemoved { cgroup_id: seq });
+            e.caller_cgroup = Some(format!("/delegated/sub{seq}"));
+            h.record(e);
+        }
+        assert_eq!(h.recent().count(), PER_CALLER);
     }
 
     #[test]

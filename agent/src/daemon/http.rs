@@ -6,16 +6,21 @@
 //! bytes, not a copy per request; `/audit` (cgroup paths, pod and container
 //! ids, process names) answers loopback peers only unless told otherwise.
 //!
-//! The kubelet's probes are answered whatever holds the slots: a
-//! connection that finds no slot goes to the probe lane, which reads one
+//! A connection that sends no byte within a second is closed, and a
+//! quarter of the slots is kept for addresses that hold none: silent
+//! connections from a hostNetwork pod's many local addresses (the node's,
+//! cni0's, every ClusterIP on kube-ipvs0) cannot keep Prometheus out.
+//!
+//! A connection that finds no slot goes to the probe lane, which reads one
 //! short request head within half a second and answers `/healthz` and
-//! `/readyz` only (a hostNetwork pod shares the kubelet's address, and
-//! could otherwise hold every slot of that address with connections that
-//! never send a request).
+//! `/readyz` only, with a bounded share per address. The DaemonSet's own
+//! probes do not use the network at all (`probe_socket`, `agent probe`): a
+//! hostNetwork pod shares the kubelet's address, and can hold whatever that
+//! address may hold.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,12 +53,17 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// hyper's read buffer, which bounds a request head (its minimum is 8 KiB).
 const MAX_HEAD: usize = 16 * 1024;
 /// Connections served at once, in all and from one peer address; more are
-/// closed at accept.
+/// closed at accept. The last `RESERVED` of them go only to an address
+/// that holds none.
 pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_PER_PEER: usize = 8;
-/// Connections the probe lane serves at once; each lives at most
-/// `LANE_WAIT` and holds `LANE_HEAD` bytes.
+const RESERVED: usize = 16;
+/// A connection must send its first byte within this, or be closed.
+const FIRST_BYTE: Duration = Duration::from_secs(1);
+/// Connections the probe lane serves at once, in all and from one address;
+/// each lives at most `LANE_WAIT` and holds `LANE_HEAD` bytes.
 const LANE: usize = 256;
+const LANE_PER_PEER: usize = 32;
 const LANE_WAIT: Duration = Duration::from_millis(500);
 const LANE_HEAD: usize = 1024;
 /// The longest a connection may live, reading or writing.
@@ -85,11 +95,18 @@ struct Slot {
 }
 
 impl Slots {
-    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+    /// A place for a connection from `ip`, within `max` in all and
+    /// `per_peer` from one address; the last `reserved` only for an address
+    /// that holds none.
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize, per_peer: usize, reserved: usize) -> Option<Slot> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = held.values().sum();
         let mine = held.entry(ip).or_default();
-        if total >= MAX_CONNECTIONS || *mine >= MAX_PER_PEER {
+        let room = if *mine == 0 { max } else { max - reserved };
+        if total >= room || *mine >= per_peer {
+            if *mine == 0 {
+                held.remove(&ip);
+            }
             return None;
         }
         *mine += 1;
@@ -130,7 +147,7 @@ pub async fn serve(
         .with_state(app.clone());
     // One count of connections over every listener.
     let slots = Arc::new(Slots::default());
-    let lane = Arc::new(AtomicUsize::new(0));
+    let lane = Arc::new(Slots::default());
     let mut accepting = tokio::task::JoinSet::new();
     for listener in listeners {
         let probes = Probes { app: app.clone(), lane: lane.clone() };
@@ -139,12 +156,12 @@ pub async fn serve(
     while accepting.join_next().await.is_some() {}
 }
 
-/// What the probe lane needs: the state its answers are made of, and how
-/// many connections it holds.
+/// What the probe lane needs: the state its answers are made of, and the
+/// connections it holds, by address.
 #[derive(Clone)]
 struct Probes {
     app: App,
-    lane: Arc<AtomicUsize>,
+    lane: Arc<Slots>,
 }
 
 /// A connection that found no slot: one request head, read within
@@ -165,8 +182,8 @@ async fn probe_lane(mut stream: tokio::net::TcpStream, app: App) {
         let mut words = line.split(|b| *b == b' ');
         let (Some(b"GET"), Some(path)) = (words.next(), words.next()) else { return };
         let (status, body) = match path {
-            b"/healthz" => health(&app),
-            b"/readyz" => readiness(&app),
+            b"/healthz" => health(&app.shared),
+            b"/readyz" => readiness(&app.shared, app.stale_after),
             _ => return,
         };
         let answer = format!(
@@ -202,22 +219,26 @@ async fn accept(
             },
             _ = stop.changed() => return,
         };
-        let Some(slot) = slots.take(peer.ip()) else {
+        // A v4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d: one
+        // address, one count.
+        let ip = peer.ip().to_canonical();
+        let Some(slot) = slots.take(ip, MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) else {
             // A lane place is given back when its connection ends.
-            if probes.lane.fetch_add(1, Ordering::AcqRel) < LANE {
-                let (app, lane) = (probes.app.clone(), probes.lane.clone());
+            if let Some(place) = probes.lane.take(ip, LANE, LANE_PER_PEER, 0) {
+                let app = probes.app.clone();
                 tokio::spawn(async move {
                     probe_lane(stream, app).await;
-                    lane.fetch_sub(1, Ordering::AcqRel);
+                    drop(place);
                 });
-            } else {
-                probes.lane.fetch_sub(1, Ordering::AcqRel);
-                drop(stream);
             }
             continue;
         };
         let service = TowerToHyperService::new(router.clone().layer(axum::Extension(Peer(peer))).into_service());
         tokio::spawn(async move {
+            // A connection that says nothing gives its place up at once.
+            if !matches!(tokio::time::timeout(FIRST_BYTE, stream.readable()).await, Ok(Ok(()))) {
+                return;
+            }
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEAD_TIMEOUT)
@@ -261,37 +282,37 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
 /// Alive while the worker makes progress: a worker stuck for good (in a
 /// read that never returns) fails it, and the kubelet restarts the agent.
 async fn healthz(State(app): State<App>) -> impl IntoResponse {
-    health(&app)
+    health(&app.shared)
 }
 
 async fn readyz(State(app): State<App>) -> impl IntoResponse {
-    readiness(&app)
+    readiness(&app.shared, app.stale_after)
 }
 
 /// `/healthz`'s answer.
-fn health(app: &App) -> (StatusCode, String) {
+fn health(shared: &Shared) -> (StatusCode, String) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    match app.shared.stuck(now) {
+    match shared.stuck(now) {
         Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
         None => (StatusCode::OK, "ok\n".to_owned()),
     }
 }
 
-/// `/readyz`'s answer.
-fn readiness(app: &App) -> (StatusCode, String) {
-    if !app.shared.ready.load(Ordering::Relaxed) {
+/// `/readyz`'s answer: not ready after `stale_after` without a full pass.
+fn readiness(shared: &Shared, stale_after: Duration) -> (StatusCode, String) {
+    if !shared.ready.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "no audit has completed yet\n".to_owned());
     }
-    if let Some(why) = app.shared.incomplete() {
+    if let Some(why) = shared.incomplete() {
         return (StatusCode::SERVICE_UNAVAILABLE, format!("the audit cannot see the whole node: {why}\n"));
     }
-    let last = app.shared.last_success.load(Ordering::Relaxed);
+    let last = shared.last_success.load(Ordering::Relaxed);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let age = now.saturating_sub(last);
-    if age as u64 > app.stale_after.as_secs() {
+    if age as u64 > stale_after.as_secs() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("the last completed audit is {age} s old (more than {} s)\n", app.stale_after.as_secs()),
+            format!("the last completed audit is {age} s old (more than {} s)\n", stale_after.as_secs()),
         );
     }
     (StatusCode::OK, "ready\n".to_owned())
@@ -306,7 +327,9 @@ fn json(status: StatusCode, body: Bytes) -> Response {
 fn may_read(app: &App, peer: std::net::SocketAddr) -> bool {
     match app.audit {
         AuditEndpoint::Off => false,
-        AuditEndpoint::Loopback => peer.ip().is_loopback(),
+        // IPv4 loopback on the default dual-stack socket arrives as
+        // ::ffff:127.0.0.1, which is not IPv6's loopback.
+        AuditEndpoint::Loopback => peer.ip().to_canonical().is_loopback(),
         AuditEndpoint::Any => true,
     }
 }
@@ -352,5 +375,36 @@ async fn recent_events(State(app): State<App>, Extension(Peer(peer)): Extension<
     match tokio::time::timeout(RENDER_WAIT, rx).await {
         Ok(Ok(body)) => json(StatusCode::OK, body),
         _ => busy(),
+    }
+}
+
+/// The DaemonSet's probes, off the network: one line (`live` or `ready`)
+/// on a unix socket in the agent's own container, answered with the status
+/// code and the reason, then closed. A hostNetwork pod can hold any TCP
+/// place the kubelet's address may hold; it cannot reach this file.
+pub async fn serve_probes(listener: tokio::net::UnixListener, shared: Arc<Shared>, stale_after: Duration) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(2), async move {
+                let (read, mut write) = stream.into_split();
+                let mut line = String::new();
+                let mut read = tokio::io::BufReader::new(read.take(64));
+                read.read_line(&mut line).await.ok()?;
+                let (status, body) = match line.trim() {
+                    "live" => health(&shared),
+                    "ready" => readiness(&shared, stale_after),
+                    _ => (StatusCode::BAD_REQUEST, "ask live or ready\n".to_owned()),
+                };
+                write.write_all(format!("{} {body}", status.as_u16()).as_bytes()).await.ok()?;
+                write.shutdown().await.ok()
+            })
+            .await;
+        });
     }
 }

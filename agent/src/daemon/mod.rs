@@ -43,6 +43,8 @@ const REQUESTS: usize = 64;
 /// What `agent run` serves with, from its flags (`cmd::run`).
 pub struct Settings {
     pub listen: Listen,
+    /// Where the probes are also answered, off the network (`agent probe`).
+    pub probe_socket: Option<std::path::PathBuf>,
     /// Where attachment changes come from between full passes.
     pub events: Source,
     pub audit_endpoint: AuditEndpoint,
@@ -77,6 +79,13 @@ pub async fn serve(args: Settings) -> u8 {
             }
         }
     }
+    let probes = match args.probe_socket.as_deref().map(probe_listener).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 2;
+        }
+    };
     let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(REQUESTS);
     let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::snapshot::Event>(QUEUE);
@@ -156,6 +165,7 @@ pub async fn serve(args: Settings) -> u8 {
     let stale_after = args.interval.saturating_mul(3).max(Duration::from_secs(10));
     let http =
         tokio::spawn(http::serve(listeners, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
+    let probe_task = probes.map(|l| tokio::spawn(http::serve_probes(l, shared.clone(), stale_after)));
     tracing::info!(listen = %args.listen, interval = ?args.interval, "cgaudit agent running");
 
     let code = tokio::select! {
@@ -173,6 +183,12 @@ pub async fn serve(args: Settings) -> u8 {
     let _ = tx.try_send(Msg::Stop);
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_millis(500), http).await;
+    if let Some(task) = probe_task {
+        task.abort();
+    }
+    if let Some(path) = &args.probe_socket {
+        let _ = std::fs::remove_file(path);
+    }
     // The worker ends at its next message (Stop) unless a full pass or a
     // remediation is under way; it is not waited for then.
     let _ = tokio::time::timeout(Duration::from_millis(500), tokio::task::spawn_blocking(move || worker.join())).await;
@@ -183,6 +199,20 @@ pub async fn serve(args: Settings) -> u8 {
     }
     tracing::info!("stopped");
     code
+}
+
+/// The probe socket at `path`: one left by an earlier run is replaced,
+/// anything else there is refused.
+fn probe_listener(path: &std::path::Path) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)
+            .map_err(|e| format!("--probe-socket {}: removing the old socket: {e}", path.display()))?,
+        Ok(_) => return Err(format!("--probe-socket {}: something other than a socket is there", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("--probe-socket {}: {e}", path.display())),
+    }
+    tokio::net::UnixListener::bind(path).map_err(|e| format!("--probe-socket {}: {e}", path.display()))
 }
 
 async fn wait_for_signal() {

@@ -19,7 +19,17 @@ pub(super) fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>
         let reason = if running.is_empty() && !sees_node_processes(snap) {
             continue;
         } else if running.is_empty() {
-            format!("no {} process runs on this node", cni.agent_comm())
+            // Say what was seen: a process may bear the agent's name and
+            // not be taken for it.
+            match snap.cni_processes.iter().find(|p| p.cni == cni && !p.privileged) {
+                Some(p) => format!(
+                    "a process named {} runs (pid {}) but is not taken for the agent: {}",
+                    cni.agent_comm(),
+                    p.pid,
+                    p.intent.evidence
+                ),
+                None => format!("no {} process runs on this node", cni.agent_comm()),
+            }
         } else if let Some(off) = running.iter().find(|p| p.intent.socket_lb == SocketLb::Off) {
             format!("its configuration turns socket LB off ({})", off.intent.evidence)
         } else {
@@ -74,6 +84,28 @@ mod tests {
         assert!(f[0].message.contains("its configuration turns socket LB off (kube-proxy"), "{}", f[0].message);
         s.cni_processes[0].intent.socket_lb = SocketLb::On;
         assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    /// Issue 36: the finding said no cilium-agent runs while the same
+    /// report listed one (a process so named, not taken for the agent).
+    #[test]
+    fn a_process_named_like_the_agent_is_said_to_run_and_why_it_does_not_count() {
+        let mut s = node();
+        cilium_connect(&mut s, "/", 1);
+        let p = cilium_agent(&mut s, SocketLb::Unknown);
+        p.privileged = false;
+        p.intent = crate::snapshot::Intent::unknown("not in the node's network namespace (no hostNetwork)");
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["cni_leftover_programs"]);
+        assert!(
+            f[0].message.contains(
+                "a process named cilium-agent runs (pid 7) but is not taken for the agent: not in the node's network \
+                 namespace"
+            ),
+            "{}",
+            f[0].message
+        );
+        assert!(!f[0].message.contains("no cilium-agent process runs"));
     }
 
     #[test]

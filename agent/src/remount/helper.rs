@@ -105,9 +105,11 @@ fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32, node_cgroupns: bool) -> R
         rustix::fs::open(&p, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| Failure::Enter { pid: who, errno: e.raw_os_error() })
     };
-    // Opened before leaving our mount namespace, whose /proc it is; an
-    // error is the one to report only once the target's was entered.
-    let node_cgroupns = node_cgroupns.then(|| open(1, "cgroup"));
+    // Opened before leaving our mount namespace, whose /proc it is, for a
+    // look as for a change (issue 36: a dry run that did not open it
+    // planned a change --apply was then refused); an error is the one to
+    // report only once the target's was entered.
+    let cgroupns = open(1, "cgroup");
     match rustix::thread::move_into_thread_name_spaces(pidfd, ThreadNameSpaceType::MOUNT) {
         Ok(()) => {}
         Err(Errno::SRCH) => return Err(Failure::TargetExited { pid }),
@@ -121,12 +123,12 @@ fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32, node_cgroupns: bool) -> R
         }
         Err(e) => return Err(Failure::Enter { pid, errno: e.raw_os_error() }),
     }
-    let Some(node_cgroupns) = node_cgroupns else { return Ok(()) };
-    rustix::thread::move_into_link_name_space(
-        node_cgroupns?.as_fd(),
-        Some(rustix::thread::LinkNameSpaceType::ControlGroup),
-    )
-    .map_err(|e| Failure::Enter { pid: 1, errno: e.raw_os_error() })
+    let cgroupns = cgroupns?;
+    if !node_cgroupns {
+        return Ok(());
+    }
+    rustix::thread::move_into_link_name_space(cgroupns.as_fd(), Some(rustix::thread::LinkNameSpaceType::ControlGroup))
+        .map_err(|e| Failure::Enter { pid: 1, errno: e.raw_os_error() })
 }
 
 /// A pidfd polls readable once its process has exited.

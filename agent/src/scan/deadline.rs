@@ -2,14 +2,16 @@
 //!
 //! A process chooses what its root holds and what backs its memory: a
 //! FUSE mount nobody serves, or a page behind userfaultfd, blocks whoever
-//! reads there, in an uninterruptible wait no timeout can end. So such
-//! reads run on a small pool of reader threads, and the caller waits for
-//! each no longer than what is left of its pass's one `Budget`: past it,
-//! the pass goes on without the answer. A reader stuck for good stays
-//! stuck, but the pool never grows past `READERS`, and a process whose last
-//! read has not returned is not read again meanwhile (the answer would
-//! block too). So 70 processes that block cost a pass at most one budget,
-//! not 70, and churning them costs no thread.
+//! reads there, in an uninterruptible wait no timeout can end. So each
+//! such read runs on a thread of its own, and the caller waits for it no
+//! longer than what is left of its pass's one `Budget`: past it, the pass
+//! goes on without the answer. A read stuck for good keeps its thread, and
+//! a process whose last read has not returned is not read again meanwhile
+//! (the answer would block too): one process's blocked reads cost only
+//! that process's facts, never another's (a fake CNI agent cannot keep the
+//! real one's configuration from being read). 70 processes that block
+//! cost a pass at most one budget, not 70; at most `MAX_BLOCKED` threads
+//! are ever left waiting, and churning the processes costs no more.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, mpsc};
@@ -17,10 +19,12 @@ use std::time::{Duration, Instant};
 
 /// How long all untrusted reads of one pass may take together.
 pub const READ_DEADLINE: Duration = Duration::from_secs(2);
-/// Reader threads at most: what reads stuck for good can hold.
-pub const READERS: usize = 4;
-/// Reads waiting for a reader; beyond this they are refused at once.
-const QUEUED: usize = 64;
+/// Processes whose reads may be under way (or blocked) at once: past this,
+/// no other is read until one returns (each holds a thread, with a small
+/// stack).
+pub const MAX_BLOCKED: usize = 32;
+/// A reader's stack: it reads a few small files.
+const READER_STACK: usize = 256 * 1024;
 
 /// One pass's deadline for all its untrusted reads.
 #[derive(Debug, Clone, Copy)]
@@ -48,125 +52,130 @@ pub enum Abandoned {
     TimedOut { pid: u32, limit: Duration },
     #[error("an earlier read of pid {0}'s files has still not returned (a file system that never answers)")]
     StillBlocked(u32),
-    #[error("pid {0}'s files were not read: every reader is busy with reads that have not returned")]
+    #[error("pid {0}'s files were not read: the reads of {MAX_BLOCKED} other processes have not returned")]
     Busy(u32),
+    #[error("pid {0}'s files were not read: no thread could be started ({1})")]
+    NoThread(u32, String),
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+/// Processes whose last read has not returned (under way, or blocked).
+static BLOCKED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
-struct Pool {
-    jobs: Option<crossbeam_channel::Sender<Job>>,
-    receiver: Option<crossbeam_channel::Receiver<Job>>,
-    /// Threads started, and how many of them wait for a job.
-    threads: usize,
-    idle: usize,
-    /// Processes whose last read has not returned.
-    stuck: BTreeSet<u32>,
+fn blocked() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    BLOCKED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool { jobs: None, receiver: None, threads: 0, idle: 0, stuck: BTreeSet::new() });
-
-fn pool() -> std::sync::MutexGuard<'static, Pool> {
-    POOL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A reader: runs jobs as they come.
-fn reader(jobs: crossbeam_channel::Receiver<Job>) {
-    loop {
-        pool().idle += 1;
-        let Ok(job) = jobs.recv() else { return };
-        pool().idle -= 1;
-        job();
-    }
-}
-
-/// Runs `read` (of process `pid`'s files) on a reader, waiting at most
-/// what is left of `budget`.
+/// Runs `read` (of process `pid`'s files) on a thread of its own, waiting
+/// at most what is left of `budget`.
 pub fn within<T: Send + 'static>(
     pid: u32,
     budget: &Budget,
     read: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Abandoned> {
-    let (tx, rx) = mpsc::sync_channel(1);
-    let job: Job = Box::new(move || {
-        let answer = read();
-        // The caller may have gone: then it gave up, and the process may
-        // be read again.
-        if tx.send(answer).is_err() {
-            pool().stuck.remove(&pid);
-        }
-    });
+    start(pid, read)?.wait(budget)
+}
+
+/// A read under way on a thread of its own (`start`): reads of several
+/// processes run side by side, so one that blocks does not spend the
+/// others' share of the pass's deadline.
+pub struct Pending<T> {
+    pid: u32,
+    answer: mpsc::Receiver<T>,
+}
+
+/// Starts `read` (of process `pid`'s files) on a thread of its own.
+pub fn start<T: Send + 'static>(pid: u32, read: impl FnOnce() -> T + Send + 'static) -> Result<Pending<T>, Abandoned> {
     {
-        let mut p = pool();
-        if p.stuck.contains(&pid) {
+        let mut under_way = blocked();
+        if under_way.contains(&pid) {
             return Err(Abandoned::StillBlocked(pid));
         }
-        if p.jobs.is_none() {
-            let (s, r) = crossbeam_channel::bounded(QUEUED);
-            (p.jobs, p.receiver) = (Some(s), Some(r));
-        }
-        if p.idle == 0 && p.threads < READERS {
-            let r = p.receiver.clone().expect("made above");
-            if std::thread::Builder::new().name("cgaudit-read".into()).spawn(move || reader(r)).is_ok() {
-                p.threads += 1;
-            }
-        }
-        let jobs = p.jobs.clone().expect("made above");
-        if jobs.try_send(job).is_err() {
+        if under_way.len() >= MAX_BLOCKED {
             return Err(Abandoned::Busy(pid));
         }
+        under_way.insert(pid);
     }
-    let limit = budget.left();
-    match rx.recv_timeout(limit) {
-        Ok(answer) => Ok(answer),
-        Err(_) => {
-            let mut p = pool();
-            // It may have answered just now.
-            if let Ok(answer) = rx.try_recv() {
-                return Ok(answer);
-            }
-            p.stuck.insert(pid);
-            drop(rx);
-            Err(Abandoned::TimedOut { pid, limit: READ_DEADLINE.min(limit.max(Duration::from_millis(1))) })
-        }
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new().name("cgaudit-read".into()).stack_size(READER_STACK).spawn(move || {
+        let answer = read();
+        // Returned: the process may be read again, whether or not the
+        // caller still waits.
+        blocked().remove(&pid);
+        let _ = tx.send(answer);
+    });
+    if let Err(e) = spawned {
+        blocked().remove(&pid);
+        return Err(Abandoned::NoThread(pid, e.to_string()));
+    }
+    Ok(Pending { pid, answer: rx })
+}
+
+impl<T> Pending<T> {
+    /// The answer, waiting at most what is left of `budget`.
+    pub fn wait(self, budget: &Budget) -> Result<T, Abandoned> {
+        let Pending { pid, answer } = self;
+        let limit = budget.left();
+        answer
+            .recv_timeout(limit)
+            .map_err(|_| Abandoned::TimedOut { pid, limit: READ_DEADLINE.min(limit.max(Duration::from_millis(1))) })
     }
 }
 
-/// Reader threads started so far: they never exceed `READERS`.
+/// Processes whose reads are blocked now.
 #[cfg(test)]
-fn readers() -> usize {
-    pool().threads
+fn blocked_now() -> usize {
+    blocked().len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The tests share the set of blocked processes: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
-    fn reads_past_the_budget_are_left_behind_and_the_pool_does_not_grow() {
+    fn reads_past_the_budget_are_left_behind_and_blocked_ones_are_bounded() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let budget = Budget::new(Duration::from_millis(200));
         let started = Instant::now();
         let mut releases = Vec::new();
-        // More blocked processes than readers: one budget in all, not one each.
-        for pid in 4_000_001..4_000_011 {
+        // More blocked processes than may be: one budget in all, not one each.
+        for pid in 4_000_001..4_000_001 + MAX_BLOCKED as u32 + 8 {
             let (release, wait) = mpsc::channel::<()>();
             releases.push(release);
             let r = within(pid, &budget, move || wait.recv().is_ok());
             assert!(matches!(r, Err(Abandoned::TimedOut { .. } | Abandoned::Busy(_))), "{r:?}");
         }
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
-        assert!(readers() <= READERS);
+        assert!(blocked_now() <= MAX_BLOCKED);
         assert_eq!(
             within(4_000_001, &Budget::new(Duration::from_secs(1)), || 1),
             Err(Abandoned::StillBlocked(4_000_001))
         );
-        // Released: the readers come back, the processes are read again.
+        // Released: the processes are read again.
         drop(releases);
         let again = (0..100).find_map(|_| {
             std::thread::sleep(Duration::from_millis(10));
             within(4_000_001, &Budget::new(Duration::from_secs(1)), || 3).ok()
         });
         assert_eq!(again, Some(3), "read again once the blocked read returned");
-        assert!(readers() <= READERS);
+    }
+
+    /// Issue 36: four blocked processes held the four shared readers, and
+    /// every other process's read was refused: one process's blocked reads
+    /// now cost only its own facts.
+    #[test]
+    fn blocked_reads_of_some_processes_leave_the_others_read() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let budget = Budget::new(Duration::from_millis(300));
+        let mut releases = Vec::new();
+        for pid in 4_100_001..4_100_005 {
+            let (release, wait) = mpsc::channel::<()>();
+            releases.push(release);
+            assert!(within(pid, &budget, move || wait.recv().is_ok()).is_err());
+        }
+        assert_eq!(within(4_100_100, &Budget::new(Duration::from_secs(1)), || 7), Ok(7));
+        drop(releases);
     }
 }

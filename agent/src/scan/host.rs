@@ -91,6 +91,39 @@ pub fn ns_inode(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.ino())
 }
 
+/// What the audit reads through PID 1 (its root, its cgroup namespace) and
+/// cannot open, each as an error naming the path, the errno and what the
+/// report does not know for it: an LSM or a missing CAP_SYS_PTRACE must
+/// not make names, runtimes and causes go quiet.
+pub fn pid1_out_of_reach(proc: &Path, errors: &mut Vec<ScanError>) {
+    let hides = [
+        (
+            "1/root",
+            "the node's files through PID 1's root are out of reach: pod and container names, runtimes, the CNIs' \
+             configuration and pins, and mount tops are unknown (needs CAP_SYS_PTRACE, and no LSM refusing it)",
+        ),
+        (
+            "1/ns/cgroup",
+            "PID 1's cgroup namespace is out of reach: CNI agents are compared with the agent's own namespace, and a \
+             private one may go unnamed (needs CAP_SYS_PTRACE, and no LSM refusing it)",
+        ),
+    ];
+    for (rel, what) in hides {
+        let path = proc.join(rel);
+        match rustix::fs::open(&path, rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+        {
+            Ok(_) => {}
+            // No PID 1 there at all: another error says so.
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => errors.push(ScanError {
+                op: "open".into(),
+                path: path.display().to_string(),
+                message: format!("{}: {what}", std::io::Error::from(e)),
+            }),
+        }
+    }
+}
+
 /// The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO).
 const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 
@@ -254,6 +287,10 @@ pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<Sc
             return out;
         }
     };
+    // Each agent's configuration is read on a thread of its own, all at
+    // once: its root and its memory are its own to make block, and one
+    // that does costs only its own answer.
+    let mut reading = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
@@ -268,15 +305,31 @@ pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<Sc
         let refused = not_an_agent(&entry.path(), pid, comm, cni, initial, netns);
         let privileged = refused.is_none();
         let intent = match refused {
-            // Its root and its memory are its own to make block.
             None => {
                 let proc = proc.to_owned();
-                deadline::within(pid, budget, move || intent::read(&proc, pid, cni))
-                    .unwrap_or_else(|why| Intent::unknown(why.to_string()))
+                deadline::start(pid, move || intent::read(&proc, pid, cni)).map_err(|why| why.to_string())
             }
-            Some(why) => Intent::unknown(why),
+            Some(why) => Err(why),
         };
-        out.push(CniProcess { pid, cni, comm: comm.to_owned(), cgroupns: ns, cgroup, privileged, intent });
+        reading.push((
+            CniProcess {
+                pid,
+                cni,
+                comm: comm.to_owned(),
+                cgroupns: ns,
+                cgroup,
+                privileged,
+                intent: Intent::unknown(""),
+            },
+            intent,
+        ));
+    }
+    for (mut p, intent) in reading {
+        p.intent = match intent {
+            Ok(pending) => pending.wait(budget).unwrap_or_else(|why| Intent::unknown(why.to_string())),
+            Err(why) => Intent::unknown(why),
+        };
+        out.push(p);
     }
     out.sort_by_key(|p| p.pid);
     out

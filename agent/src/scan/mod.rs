@@ -169,6 +169,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .map_err(|e| AuditError::Root(root::RootError::Io { op: "dup", path: audit_root.path.clone(), error: e }))?;
 
     let mut errors = Vec::new();
+    host::pid1_out_of_reach(&opts.proc, &mut errors);
     let mut mounts = host::pid1_cgroup_mounts(&opts.proc, &audit_root, &mut errors);
     let wanted: HashSet<u64> = mounts
         .iter()

@@ -77,48 +77,27 @@ impl Namer {
         if wanted.is_empty() {
             return Names::default();
         }
-        let missing_pods = wanted.pods.iter().any(|u| !self.found.pods.contains_key(u));
-        let missing_containers: Vec<_> =
-            wanted.containers.iter().filter(|(id, _)| !self.found.containers.contains_key(*id)).collect();
-        if missing_pods || !missing_containers.is_empty() {
-            let Ok(root) =
-                rustix::fs::open(&self.root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            else {
-                return self.found.clone();
-            };
-            let mut log_links = None;
-            for (id, (uid, runtime)) in missing_containers {
-                let named = container(root.as_fd(), id, *runtime)
-                    .or_else(|| {
-                        let links = log_links.get_or_insert_with(|| list(root.as_fd(), "var/log/containers"));
-                        from_log_link(root.as_fd(), links, id)
-                    })
-                    .filter(|(_, stated_uid)| match (uid, stated_uid) {
-                        (Some(path_uid), Some(stated)) => path_uid == stated,
-                        _ => true,
-                    })
-                    .map(|(name, _)| name);
-                // The container's source names its pod too.
-                if let (Some(uid), Some(n)) = (uid, &named) {
-                    self.found.pods.entry(uid.clone()).or_insert_with(|| n.pod.clone());
+        let missing_containers: Vec<(String, Wanting)> = wanted
+            .containers
+            .iter()
+            .filter(|(id, _)| !self.found.containers.contains_key(*id))
+            .map(|(id, w)| (id.clone(), w.clone()))
+            .collect();
+        let missing_pods: Vec<String> =
+            wanted.pods.iter().filter(|u| !self.found.pods.contains_key(*u)).cloned().collect();
+        if !missing_pods.is_empty() || !missing_containers.is_empty() {
+            // Files others write (the kubelet's logs, a log shipper's pod
+            // can write there too) on file systems that may never answer:
+            // read under the pass's deadline for such reads, like the CNI
+            // agents' configuration.
+            let root = self.root.clone();
+            let read = move || read_names(&root, &missing_containers, &missing_pods);
+            let budget = super::deadline::Budget::new(super::deadline::READ_DEADLINE);
+            if let Ok((containers, pods)) = super::deadline::within(1, &budget, read) {
+                for (uid, pod) in pods {
+                    self.found.pods.entry(uid).or_insert(pod);
                 }
-                self.found.containers.insert(id.clone(), named);
-            }
-            if wanted.pods.iter().any(|u| !self.found.pods.contains_key(u)) {
-                // A pod has one log directory. Two for one UID: someone
-                // who can write /var/log made one; neither is believed.
-                let mut dirs: HashMap<&str, Option<PodName>> = HashMap::new();
-                let entries = list(root.as_fd(), "var/log/pods");
-                for (uid, pod) in entries.iter().filter_map(|e| pod_log_dir(e)) {
-                    if wanted.pods.contains(uid) && !self.found.pods.contains_key(uid) {
-                        dirs.entry(uid).and_modify(|seen| agree(seen, &pod)).or_insert(Some(pod));
-                    }
-                }
-                for (uid, pod) in dirs {
-                    if let Some(pod) = pod {
-                        self.found.pods.insert(uid.to_owned(), pod);
-                    }
-                }
+                self.found.containers.extend(containers);
             }
         }
         let mut out = self.found.clone();
@@ -128,6 +107,58 @@ impl Namer {
         self.found.containers.retain(|_, c| c.is_some());
         out
     }
+}
+
+/// A container asked for: the pod UID and runtime its cgroup path gives.
+type Wanting = (Option<String>, Option<&'static str>);
+
+/// What could be read of the names asked for, through the node's root at
+/// `root`: each container's (or `None`), and the pods' (by UID).
+#[expect(clippy::type_complexity, reason = "the two answers, each a plain list")]
+fn read_names(
+    root: &Path,
+    containers: &[(String, Wanting)],
+    pods: &[String],
+) -> (Vec<(String, Option<ContainerName>)>, Vec<(String, PodName)>) {
+    let mut found_containers = Vec::new();
+    let mut found_pods: Vec<(String, PodName)> = Vec::new();
+    let Ok(root) = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+        return (found_containers, found_pods);
+    };
+    let mut log_links = None;
+    for (id, (uid, runtime)) in containers {
+        let named = container(root.as_fd(), id, *runtime)
+            .or_else(|| {
+                let links = log_links.get_or_insert_with(|| list(root.as_fd(), "var/log/containers"));
+                from_log_link(root.as_fd(), links, id)
+            })
+            .filter(|(_, stated_uid)| match (uid, stated_uid) {
+                (Some(path_uid), Some(stated)) => path_uid == stated,
+                _ => true,
+            })
+            .map(|(name, _)| name);
+        // The container's source names its pod too.
+        if let (Some(uid), Some(n)) = (uid, &named)
+            && !found_pods.iter().any(|(u, _)| u == uid)
+        {
+            found_pods.push((uid.clone(), n.pod.clone()));
+        }
+        found_containers.push((id.clone(), named));
+    }
+    let unnamed: Vec<&String> = pods.iter().filter(|u| !found_pods.iter().any(|(f, _)| f == *u)).collect();
+    if !unnamed.is_empty() {
+        // A pod has one log directory. Two for one UID: someone who can
+        // write /var/log made one; neither is believed.
+        let mut dirs: HashMap<&str, Option<PodName>> = HashMap::new();
+        let entries = list(root.as_fd(), "var/log/pods");
+        for (uid, pod) in entries.iter().filter_map(|e| pod_log_dir(e)) {
+            if unnamed.iter().any(|u| u.as_str() == uid) {
+                dirs.entry(uid).and_modify(|seen| agree(seen, &pod)).or_insert(Some(pod));
+            }
+        }
+        found_pods.extend(dirs.into_iter().filter_map(|(uid, pod)| Some((uid.to_owned(), pod?))));
+    }
+    (found_containers, found_pods)
 }
 
 /// A container's names and the pod UID its source states.

@@ -33,12 +33,15 @@ fn the_daemon_at_the_real_root_reports_the_seed_and_stops_cleanly() {
     assert_eq!(d.logs().matches("kernel features:").count(), 1, "{}", d.logs());
     let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;
     assert_eq!(d.metric(below), Some(0.0));
+    let programs =
+        format!(r#"cgaudit_socket_lb_misattached_programs{{cgroup="{}",owner="cilium"}}"#, cilium_container());
 
     let mut tree = RootTree::new();
     let ctr = tree.mkdir(&cilium_container());
     let start = Instant::now();
     let cni = StandInCni::start("/run/cilium/cgroupv2", &ctr, true, "links");
-    assert!(wait_until(Duration::from_secs(3), || d.metric(below) == Some(10.0)), "{}", d.get("/metrics").1);
+    let ten = || d.metric(below) == Some(1.0) && d.metric(&programs) == Some(10.0);
+    assert!(wait_until(Duration::from_secs(3), ten), "{}", d.get("/metrics").1);
     eprintln!("the seed's ten links reached /metrics {:?} after the agent started", start.elapsed());
     let mount = r#"cgaudit_findings{kind="cgroup_mount_not_root",severity="critical"}"#;
     assert!(wait_until(Duration::from_secs(5), || d.metric(mount) == Some(1.0)), "the cause is named too");

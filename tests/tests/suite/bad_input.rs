@@ -208,3 +208,28 @@ fn an_empty_node_name_means_the_hostname() {
     let run = agent(&["audit", "--output", "json", "--node-name", "node-a", "--cgroup-root", root]);
     assert_eq!(run.json()["node"], "node-a");
 }
+
+/// Issue 36: `CGAUDIT_NESTED_NODE=1` was refused as bad input ("invalid
+/// value '1'"): a switch in the environment takes what Kubernetes users
+/// write (1/0, true/false, yes/no), and only nonsense is refused.
+#[test]
+fn a_switch_in_the_environment_takes_one_and_yes() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("env-switch");
+    for value in ["1", "true", "yes", "0", "false", "no"] {
+        let run = run({
+            let mut c = std::process::Command::new(agent_bin());
+            c.args(["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+            c.env("CGAUDIT_NESTED_NODE", value);
+            c
+        });
+        assert_eq!(run.code, 0, "CGAUDIT_NESTED_NODE={value}: {run:?}");
+    }
+    let mut c = std::process::Command::new(agent_bin());
+    c.args(["audit", "--cgroup-root", t.path.to_str().unwrap()]).env("CGAUDIT_NESTED_NODE", "maybe");
+    let run = run(c);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("invalid value 'maybe' for '--nested-node'"), "{run:?}");
+}

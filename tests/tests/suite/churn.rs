@@ -93,7 +93,13 @@ fn churn(walk: &str, more: impl Fn(u32, u64) -> bool) -> (u32, u64, u64) {
         let report = run.json();
         assert!(report["findings"].as_array().unwrap().is_empty(), "false finding under churn: {report:#}");
         assert_eq!(report["attachments"].as_array().unwrap().len(), 11, "{report:#}");
-        assert!(report["errors"].as_array().unwrap().is_empty(), "vanishing is not an error: {report:#}");
+        // (What PID 1 keeps closed on a machine like this one is said too.)
+        let about_cgroups = report["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| !e["path"].as_str().is_some_and(|p| p.starts_with("/proc/1/")));
+        assert_eq!(about_cgroups.count(), 0, "vanishing is not an error: {report:#}");
         assert_eq!(report["walk"]["method"], walk.replace('-', "_"));
         vanished += report["cgroups_vanished"].as_u64().unwrap();
         audits += 1;

@@ -99,14 +99,30 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
         (&json!(true), &json!(false), &json!(false))
     );
     assert_eq!(sc["seLinuxOptions"], json!({"type": "spc_t", "level": "s0"}));
-    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
-    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    // The probes are off the network (issue 36, M3): the agent's own socket.
+    let probe =
+        |p: &str| c[p]["exec"]["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect::<Vec<_>>();
+    assert_eq!(
+        probe("readinessProbe"),
+        ["/usr/local/bin/agent", "probe", "--socket", "/run/cgaudit/probe.sock", "ready"]
+    );
+    assert_eq!(
+        probe("livenessProbe"),
+        ["/usr/local/bin/agent", "probe", "--socket", "/run/cgaudit/probe.sock", "live"]
+    );
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/run/cgaudit");
     for r in ["requests", "limits"] {
         assert!(c["resources"][r]["cpu"].is_string() && c["resources"][r]["memory"].is_string(), "{r}");
     }
     assert_eq!(c["resources"]["limits"]["memory"], "128Mi");
     let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-    for want in ["run", "--listen=[::]:9974", "--remediate=off", "--audit-endpoint=loopback"] {
+    for want in [
+        "run",
+        "--listen=[::]:9974",
+        "--remediate=off",
+        "--audit-endpoint=loopback",
+        "--probe-socket=/run/cgaudit/probe.sock",
+    ] {
         assert!(args.contains(&want), "{want} not in {args:?}");
     }
     // Outside kube-system, critical pods need a quota that admits them.

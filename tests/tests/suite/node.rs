@@ -198,3 +198,44 @@ fn nested_node_audits_pid1s_cgroup_namespace_root() {
     assert_eq!(with_kubelet.code, 1, "{with_kubelet:?}");
     assert_eq!(with_kubelet.json()["view"]["complete"], true, "a kubelet runs there: a nested node");
 }
+
+/// Issue 36: where PID 1's root and namespaces cannot be opened (EACCES:
+/// an LSM, or no CAP_SYS_PTRACE and PID 1 another user's), the audit
+/// reported no names, no runtime and no cause without a word. Each path
+/// it could not open is an error entry now, with its errno and what the
+/// report then does not know.
+#[test]
+fn pid_1_out_of_reach_is_said_with_what_it_hides() {
+    if !can_run(&["setpriv", "unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("pid1-closed");
+    // PID 1 another user's; the agent root, without CAP_SYS_PTRACE.
+    let sb = Sandbox::with_init("true", "setpriv --reuid 65534 --regid 65534 --clear-groups sleep infinity");
+    let setpriv = which("setpriv").unwrap();
+    let agent = agent_bin();
+    let run = run(sb.command(
+        &setpriv,
+        &[
+            "--inh-caps=-sys_ptrace",
+            "--bounding-set=-sys_ptrace",
+            "--",
+            agent.to_str().unwrap(),
+            "audit",
+            "--output",
+            "json",
+            "--cgroup-root",
+            t.path.to_str().unwrap(),
+        ],
+    ));
+    assert!(run.code == 0 || run.code == 2, "{run:?}");
+    let report = run.json();
+    let errors = report["errors"].as_array().unwrap();
+    let said = |path: &str| {
+        errors.iter().find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(path))).map(|e| e["message"].clone())
+    };
+    let root = said("/1/root").unwrap_or_else(|| panic!("no error names PID 1's root: {report:#}"));
+    assert!(root.as_str().unwrap().contains("Permission denied"), "{root}");
+    assert!(root.as_str().unwrap().contains("names"), "says what it hides: {root}");
+    assert!(said("/1/ns/cgroup").is_some(), "{report:#}");
+}

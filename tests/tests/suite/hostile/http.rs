@@ -191,3 +191,151 @@ fn idle_connections_from_the_probes_own_address_cannot_starve_the_probes() {
     assert!(opened >= 32);
     assert!(failed.is_empty(), "probes failed: {failed:?}\n{}", d.logs());
 }
+
+/// Keeps `per_address` connections that never send a byte open from each
+/// of `addresses` (loopback addresses a hostNetwork pod has: the node's
+/// own, cni0's, every ClusterIP on kube-ipvs0), topping them up as the
+/// agent closes them, until dropped; then says how many it opened.
+struct Silent {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Silent {
+    fn hold(d: &Daemon, addresses: Vec<[u8; 4]>, per_address: usize) -> Silent {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (addr, flag) = (d.addr, stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut held: Vec<([u8; 4], std::net::TcpStream)> = Vec::new();
+            let mut opened = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                held.retain(|(_, s)| {
+                    let mut b = [0u8; 1];
+                    s.set_nonblocking(true).is_ok()
+                        && matches!(s.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                for from in &addresses {
+                    while held.iter().filter(|(a, _)| a == from).count() < per_address {
+                        let Ok(sock) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else {
+                            break;
+                        };
+                        if sock.bind(&std::net::SocketAddr::from((*from, 0)).into()).is_err()
+                            || sock.connect_timeout(&addr.into(), Duration::from_millis(200)).is_err()
+                        {
+                            break;
+                        }
+                        held.push((*from, sock.into()));
+                        opened += 1;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            opened
+        });
+        Silent { stop, thread: Some(thread) }
+    }
+
+    fn stop(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map(|t| t.join().unwrap_or(0)).unwrap_or(0)
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Issue 36, M3 [hostNetwork]: 8 silent connections from each of 8 local
+/// addresses took every one of the 64 slots, and /metrics from a ninth
+/// address answered 0 of 10 scrapes. A connection that sends nothing
+/// within a second is closed now, and slots are kept for addresses that
+/// hold none.
+#[test]
+fn silent_connections_from_eight_addresses_cannot_starve_metrics_from_a_ninth() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("slots-starve");
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    let silent = Silent::hold(&d, (0..8).map(|i| [127, 0, 2, 1 + i]).collect(), 8);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut answered = 0;
+    for _ in 0..10 {
+        if scrape_from(&d, [127, 0, 2, 100]) == Some(200) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let opened = silent.stop();
+    eprintln!("/metrics from a ninth address: {answered} of 10 answered; {opened} silent connections opened");
+    assert!(opened >= 64, "the attack did not run: {opened}");
+    assert_eq!(answered, 10, "/metrics starved by silent connections:\n{}", d.logs());
+}
+
+/// Issue 36, M3 [hostNetwork]: with a thousand silent connections a second
+/// from the kubelet's own address, the probe lane was full and /healthz
+/// answered none of the kubelet's probes (5 s timeout): liveness restarts
+/// followed. The probes no longer share the network with tenants: the
+/// DaemonSet's exec probe (`agent probe`) asks the daemon over a unix
+/// socket in its own container.
+#[test]
+fn a_flood_from_the_kubelets_address_cannot_fail_the_probes() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("probe-flood");
+    let sock_dir = tempfile::tempdir().unwrap();
+    let sock = sock_dir.path().join("probe.sock");
+    let d = Daemon::start(&[
+        "--cgroup-root",
+        t.path.to_str().unwrap(),
+        "--interval",
+        "1h",
+        "--probe-socket",
+        sock.to_str().unwrap(),
+    ]);
+    ready(&d);
+    // Silent connections from 127.0.0.1, 1,000 held and topped up.
+    let silent = Silent::hold(&d, vec![[127, 0, 0, 1]], 1000);
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut exec_ok, mut tcp_ok) = (0, 0);
+    for _ in 0..10 {
+        for what in ["live", "ready"] {
+            let run = agent(&["probe", "--socket", sock.to_str().unwrap(), what]);
+            if run.code == 0 {
+                exec_ok += 1;
+            }
+        }
+        if probe(&d, "/healthz") == Some(200) {
+            tcp_ok += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let opened = silent.stop();
+    eprintln!("exec probes: {exec_ok} of 20 answered; TCP /healthz: {tcp_ok} of 10; {opened} silent connections");
+    assert!(opened >= 1000, "the attack did not run: {opened}");
+    assert_eq!(exec_ok, 20, "the exec probe failed under the flood:\n{}", d.logs());
+}
+
+/// Issue 36, L1: on the default dual-stack `[::]:9974`, IPv4 loopback
+/// arrives as `::ffff:127.0.0.1`, which was not taken for loopback: /audit
+/// and /events answered 403 to `kubectl port-forward` and `kubectl exec`.
+#[test]
+fn ipv4_loopback_on_the_dual_stack_socket_is_loopback() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("v4-mapped");
+    let port = free_addr().port();
+    let v4 = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let d = Daemon::start_listening(&format!("[::]:{port}"), v4, &["--cgroup-root", t.path.to_str().unwrap()]);
+    ready(&d);
+    assert_eq!(d.get("/audit").0, 200, "{}", d.logs());
+    assert_eq!(d.get("/events").0, 200);
+}
