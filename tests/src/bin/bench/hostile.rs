@@ -10,6 +10,9 @@
 //! - deep churn: another pod's mkdir+rmdir (3 s windows) while a pod
 //!   makes and removes a cgroup 4,000 levels down: agent off, on with its
 //!   default source, off again.
+//! - silent connections: /metrics from a ninth address while eight hold 8
+//!   each; the probes (TCP, and the exec probe over the agent's socket)
+//!   while 1,000 are held from the kubelet's address.
 
 use std::io::BufRead;
 
@@ -46,7 +49,6 @@ pub(super) fn tenant_bench(cgroups: usize) {
     println!("A tenant's harmless programs: {cgroups} cgroups x 64 programs x 13 socket-LB hooks ({ready})");
     let root = t.path.to_str().unwrap();
     let agent = agent_bin();
-    let shipped = shipped_agent_bin();
     println!("{:<36} {:>9} {:>10} {:>12}", "one-shot", "wall", "peak MiB", "output");
     for (label, cmd) in [
         (
@@ -59,7 +61,7 @@ pub(super) fn tenant_bench(cgroups: usize) {
         let (wall, rss, out) = timed(&cmd);
         println!("{label:<36} {wall:>8.3}s {:>10.1} {:>11} B", rss as f64 / 1024.0, out.len());
     }
-    let d = Daemon::start_via(std::process::Command::new(&shipped), &["--cgroup-root", root, "--interval", "5s"]);
+    let d = Daemon::start_via(std::process::Command::new(&agent), &["--cgroup-root", root, "--interval", "5s"]);
     assert!(wait_until(Duration::from_secs(60), || d.get("/readyz").0 == 200), "{}", d.logs());
     let (metrics, audit) = (d.get("/metrics").1, d.get("/audit").1);
     std::thread::sleep(Duration::from_secs(6));
@@ -67,7 +69,7 @@ pub(super) fn tenant_bench(cgroups: usize) {
     let pid = d.child.id();
     let series = metrics.lines().filter(|l| l.starts_with("cgaudit_socket_lb_misattached{")).count();
     println!(
-        "daemon (static release, two full passes): peak RSS {:.1} MiB (limit 64), /metrics {} B ({series} per-program series, {} truncated), /audit {} B",
+        "daemon (release, two full passes): peak RSS {:.1} MiB (limit 64), /metrics {} B ({series} per-program series, {} truncated), /audit {} B",
         proc_field(pid, "status", "VmHWM:").unwrap_or(0) as f64 / 1024.0,
         metrics.len(),
         metric_value(&metrics, "cgaudit_socket_lb_misattached_truncated").unwrap_or(-1.0),
@@ -77,4 +79,95 @@ pub(super) fn tenant_bench(cgroups: usize) {
 
 pub(super) fn deep_churn_bench() {
     sources::deep_churn_costs_others_nothing(None, 4000, Duration::from_secs(3));
+}
+
+/// Holds `per_address` connections that send nothing from each address in
+/// `from`, topped up as the agent closes them, until `stop` turns true;
+/// returns how many it opened.
+fn hold_silent(
+    addr: std::net::SocketAddr,
+    from: Vec<[u8; 4]>,
+    per_address: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut held: Vec<([u8; 4], std::net::TcpStream)> = Vec::new();
+        let mut opened = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            held.retain(|(_, s)| {
+                let mut b = [0u8; 1];
+                s.set_nonblocking(true).is_ok()
+                    && matches!(s.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            });
+            for a in &from {
+                while held.iter().filter(|(h, _)| h == a).count() < per_address {
+                    let Ok(sock) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else {
+                        break;
+                    };
+                    if sock.bind(&std::net::SocketAddr::from((*a, 0)).into()).is_err()
+                        || sock.connect_timeout(&addr.into(), Duration::from_millis(200)).is_err()
+                    {
+                        break;
+                    }
+                    held.push((*a, sock.into()));
+                    opened += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        opened
+    })
+}
+
+/// One GET from `from`, answered 200 within `within`.
+fn get_from(addr: std::net::SocketAddr, from: [u8; 4], path: &str, within: Duration) -> bool {
+    use std::io::{Read, Write};
+    let Ok(sock) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else { return false };
+    if sock.bind(&std::net::SocketAddr::from((from, 0)).into()).is_err()
+        || sock.connect_timeout(&addr.into(), within).is_err()
+    {
+        return false;
+    }
+    let mut s: std::net::TcpStream = sock.into();
+    let _ = s.set_read_timeout(Some(within));
+    if write!(s, "GET {path} HTTP/1.0\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.split_whitespace().nth(1) == Some("200")
+}
+
+/// Issue 36, M3: what silent connections leave of /metrics and the probes.
+pub(super) fn probe_lane_bench() {
+    let t = TestCgroup::new("bench-probes");
+    let dir = tempfile::tempdir().expect("a directory for the socket");
+    let sock = dir.path().join("probe.sock");
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--probe-socket", sock.to_str().unwrap()]);
+    assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let eight: Vec<[u8; 4]> = (0..8).map(|i| [127, 0, 3, 1 + i]).collect();
+    let holder = hold_silent(d.addr, eight, 8, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let metrics = (0..10).filter(|_| get_from(d.addr, [127, 0, 3, 100], "/metrics", Duration::from_secs(3))).count();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = holder.join().unwrap_or(0);
+    println!("8 silent connections from each of 8 addresses ({opened} opened): /metrics from a ninth, {metrics} of 10");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let holder = hold_silent(d.addr, vec![[127, 0, 0, 1]], 1000, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let tcp = (0..10).filter(|_| get_from(d.addr, [127, 0, 0, 1], "/healthz", Duration::from_secs(5))).count();
+    let exec = (0..10)
+        .filter(|_| {
+            std::process::Command::new(agent_bin())
+                .args(["probe", "--socket", sock.to_str().unwrap(), "live"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .count();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = holder.join().unwrap_or(0);
+    println!(
+        "1,000 silent connections held from the kubelet's address ({opened} opened): TCP /healthz {tcp} of 10, exec probe (agent probe) {exec} of 10"
+    );
 }

@@ -159,6 +159,8 @@ fn main() {
         println!();
         deep_churn_bench();
         println!();
+        probe_lane_bench();
+        println!();
     }
     if only("--daemon") {
         let (attaches, window, sizes): (usize, Duration, &[usize]) = if quick {
