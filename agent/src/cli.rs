@@ -438,10 +438,11 @@ pub struct ScanArgs {
     #[arg(long, value_name = "PREFIX", value_parser = NonEmptyStringValueParser::new())]
     pub allow: Vec<String>,
 
-    /// Kmesh runs on this node: its connect programs (cgroup_connect4_prog,
-    /// cgroup_connect6_prog) below the root are its design, not a
-    /// misplacement. Without it they are judged like any other.
-    #[arg(long)]
+    /// Removed: Kmesh means its programs for the root, and they are judged
+    /// as its only when something proves them its (see README, "Owners
+    /// cgaudit knows"). Refused with that explanation, so that an old
+    /// command line or chart fails clearly.
+    #[arg(long, hide = true)]
     pub kmesh: bool,
 
     /// Node name to report [default: $NODE_NAME if not empty, else the

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use crate::bpf::programs::Program;
 use crate::bpf::{AttachFlags, AttachType, ProgType};
 use crate::cgroup::{AuditRoot, RootKind};
-use crate::owner::Cni;
-use crate::snapshot::{Attachment, CniProcess, Intent, Snapshot, SocketLb};
+use crate::owner::Owner;
+use crate::snapshot::{AgentProcess, Attachment, Intent, Snapshot, SocketLb};
 
 pub const POD: &str =
     "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podf8371831_8021_4722_af27_93c925d25a14.slice";
@@ -37,8 +37,8 @@ pub fn node() -> Snapshot {
         pods: Vec::new(),
         root_effective: Default::default(),
         mounts: Vec::new(),
-        cni_processes: Vec::new(),
-        cni_pins: Vec::new(),
+        agents: Vec::new(),
+        pins: Vec::new(),
         v1_net_controllers: Vec::new(),
         socket_matching: None,
         names: Default::default(),
@@ -46,7 +46,6 @@ pub fn node() -> Snapshot {
         reference_ns_is_pid1: true,
         pid_view: crate::snapshot::PidView::Node { how: "the initial PID namespace".into() },
         nested_node: false,
-        holders: BTreeMap::new(),
         processes: BTreeMap::new(),
         cgroup_paths: BTreeMap::new(),
         events: Vec::new(),
@@ -70,27 +69,50 @@ pub fn attach(s: &mut Snapshot, cgroup: &str, cgroup_id: u64, hook: &str, prog_i
     });
 }
 
-/// Cilium's connect4/connect6 programs attached to `cgroup`.
+/// Cilium's connect4/connect6 programs attached to `cgroup`, held by a
+/// running Cilium agent (what proves them Cilium's).
 pub fn cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
+    named_cilium_connect(s, cgroup, cgroup_id);
+    agent(s, Owner::Cilium).holds.extend([10, 11]);
+}
+
+/// Programs with Cilium's connect4/connect6 names attached to `cgroup`,
+/// and nothing that proves them Cilium's.
+pub fn named_cilium_connect(s: &mut Snapshot, cgroup: &str, cgroup_id: u64) {
     prog(s, 10, "cil_sock4_connect", ProgType::CgroupSockAddr);
     prog(s, 11, "cil_sock6_connect", ProgType::CgroupSockAddr);
     attach(s, cgroup, cgroup_id, "connect4", 10);
     attach(s, cgroup, cgroup_id, "connect6", 11);
 }
 
+/// `owner`'s running, privileged agent in PID 1's cgroup namespace (made
+/// when there is none yet), as its registry names it.
+pub fn agent(s: &mut Snapshot, owner: Owner) -> &mut AgentProcess {
+    let at = match s.agents.iter().position(|p| p.owner == owner) {
+        Some(at) => at,
+        None => {
+            s.agents.push(AgentProcess {
+                pid: 7 + s.agents.len() as u32 * 100,
+                owner,
+                comm: owner.agent_comm().unwrap_or("agent").into(),
+                cgroupns: 100,
+                cgroup: "/x".into(),
+                privileged: true,
+                intent: Intent::unknown("not read"),
+                holds: Vec::new(),
+            });
+            s.agents.len() - 1
+        }
+    };
+    &mut s.agents[at]
+}
+
 /// A running, privileged Cilium agent in PID 1's cgroup namespace whose
 /// configuration says `socket_lb`.
-pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut CniProcess {
-    s.cni_processes.push(CniProcess {
-        pid: 7,
-        cni: Cni::Cilium,
-        comm: "cilium-agent".into(),
-        cgroupns: 100,
-        cgroup: "/x".into(),
-        privileged: true,
-        intent: Intent { socket_lb, evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into() },
-    });
-    s.cni_processes.last_mut().unwrap()
+pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut AgentProcess {
+    let a = agent(s, Owner::Cilium);
+    a.intent = Intent { socket_lb, evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into() };
+    a
 }
 
 /// A pod's own cgroup with `effective` in effect on connect4 and connect6,

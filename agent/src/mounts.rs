@@ -18,8 +18,6 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
-use crate::owner::Cni;
-
 /// One line of mountinfo, with its octal escapes (`\040`) decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
@@ -119,11 +117,6 @@ impl Mount {
     pub fn is_cgroup2(&self) -> bool {
         self.fs_type == "cgroup2"
     }
-
-    /// The CNI that attaches through a mount at this path.
-    pub fn cni_owner(&self) -> Option<Cni> {
-        Cni::from_mount_point(&self.mount_point)
-    }
 }
 
 /// The mount on top at `path` (others may be stacked below it): the one no
@@ -213,7 +206,7 @@ mod tests {
         let line = "900 27 0:38 / /run/cilium/cgroupv2 rw,relatime shared:1 master:2 propagate_from:3 unbindable - cgroup2 none rw";
         let m = &parse_mountinfo(line.as_bytes()).mounts[0];
         assert_eq!(m.fs_type, "cgroup2");
-        assert_eq!(m.cni_owner(), Some(Cni::Cilium));
+        assert_eq!(crate::owner::Owner::from_mount_point(&m.mount_point), Some(crate::owner::Owner::Cilium));
     }
 
     #[test]
@@ -241,7 +234,7 @@ mod tests {
         let m = parse_mountinfo(text.as_bytes()).mounts;
         assert!(m[0].root.ends_with("docker-fbbef81081fd.scope"));
         assert_eq!(m[1].root, "/../..");
-        assert_eq!(m[1].cni_owner(), None);
+        assert_eq!(crate::owner::Owner::from_mount_point(&m[1].mount_point), None);
     }
 
     #[test]

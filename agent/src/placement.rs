@@ -156,7 +156,7 @@ impl<'a> Placement<'a> {
         let path = || bounded(shown, r.id);
         let populated = matches!(place, Place::InPod { .. }) && access.populated();
         let mut seen = Seen { populated, processes: None };
-        if !is_root && r.own.iter().any(|a| a.attach_type.is_socket_lb()) {
+        if !is_root && r.own.iter().any(|a| crate::owner::is_root_hook(a.attach_type)) {
             let procs = access.processes();
             self.out.processes.insert(path(), procs.clone());
             seen.processes = Some(procs);

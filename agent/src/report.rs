@@ -42,6 +42,12 @@ pub struct AttachmentOut {
     pub prog_tag: Option<String>,
     pub link_id: Option<u32>,
     pub owner: Owner,
+    /// What proves it `owner`'s (`held`, `pinned`, `attached_by_agent`,
+    /// `agent_in_cgroup`, `mount_rooted`, `at_root`, `named`, `allowed`);
+    /// `null` for `unknown`.
+    pub proof: Option<crate::owner::Proof>,
+    /// For `unknown`: the owner its name is like.
+    pub named_like: Option<Owner>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -219,8 +225,11 @@ impl Report {
         } else {
             Status::Ok
         };
-        let attachments: Vec<AttachmentOut> = findings::owned(snap, policy)
-            .map(|(a, owner)| {
+        let attachments: Vec<AttachmentOut> = snap
+            .attachments
+            .iter()
+            .zip(findings::owned(snap, policy))
+            .map(|(a, owned)| {
                 let p = snap.programs.get(&a.prog_id);
                 AttachmentOut {
                     cgroup: a.cgroup.clone(),
@@ -232,7 +241,9 @@ impl Report {
                     prog_type: p.map(|p| p.prog_type),
                     prog_tag: p.map(|p| p.tag.clone()),
                     link_id: a.link_id,
-                    owner,
+                    owner: owned.owner,
+                    proof: owned.proof,
+                    named_like: owned.named_like,
                 }
             })
             .collect();

@@ -13,7 +13,7 @@ use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::AuditRoot;
 use crate::cgroup::tree::ProcessRef;
 use crate::features::{Feature, Verdict as FeatureVerdict};
-use crate::owner::Cni;
+use crate::owner::Owner;
 
 /// Program ids in effect, per coverage hook (a hook with none is absent).
 pub type Effective = BTreeMap<AttachType, Vec<u32>>;
@@ -84,35 +84,40 @@ pub struct CgroupMount {
     pub shadowed_by: Option<String>,
 }
 
-/// A program a CNI pinned in its bpffs directory (directly, or the program
-/// of a pinned link), as PID 1's namespace shows it.
+/// A program an owner pinned in its bpffs directory (directly, or the
+/// program of a pinned link), as PID 1's namespace shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CniPin {
-    pub cni: Cni,
+pub struct OwnerPin {
+    pub owner: Owner,
     pub path: PathBuf,
     pub prog_id: u32,
     pub link_id: Option<u32>,
 }
 
-/// A running CNI agent and the cgroup namespace it lives in.
+/// A running owner's agent (a process with a registry agent's name) and
+/// the cgroup namespace it lives in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CniProcess {
+pub struct AgentProcess {
     pub pid: u32,
-    pub cni: Cni,
+    pub owner: Owner,
     pub comm: String,
     /// Inode of `/proc/<pid>/ns/cgroup`.
     pub cgroupns: u64,
     /// Its cgroup as `/proc/<pid>/cgroup` shows it to the auditor.
     pub cgroup: String,
-    /// Has a CNI agent's privilege profile: CAP_NET_ADMIN and CAP_SYS_ADMIN
-    /// or CAP_BPF in the node's user namespace, in the node's network
-    /// namespace (hostNetwork). A process merely named like one (anyone can
-    /// name a process), root only in a user namespace of its own, or a pod
-    /// with CAP_BPF in its own network is not taken for the CNI's agent,
-    /// nor its configuration for the CNI's.
+    /// Runs with what its owner's agent runs with (`owner::Runs`): CAP_SYS_ADMIN
+    /// or CAP_BPF in the node's user namespace, and for those that run so
+    /// CAP_NET_ADMIN in the node's network namespace (hostNetwork). A
+    /// process merely named like one (anyone can name a process), root only
+    /// in a user namespace of its own, or a pod with CAP_BPF in its own
+    /// network is not taken for the agent, nor what it holds for its owner's.
     pub privileged: bool,
-    /// Whether its configuration turns socket load balancing on.
+    /// Whether its configuration turns socket load balancing on (Cilium's
+    /// and Calico's are read; why not, or what was seen, otherwise).
     pub intent: Intent,
+    /// The programs it holds open (a program's or a link's fd), by id: what
+    /// proves a program its owner's. Read for agents taken for theirs only.
+    pub holds: Vec<u32>,
 }
 
 /// What a CNI agent's own configuration says about socket LB.
@@ -448,9 +453,10 @@ pub struct Snapshot {
     /// above it.
     pub root_effective: Effective,
     pub mounts: Vec<CgroupMount>,
-    pub cni_processes: Vec<CniProcess>,
-    /// The CNIs' pins in PID 1's bpffs.
-    pub cni_pins: Vec<CniPin>,
+    /// The owners' agents running on the node.
+    pub agents: Vec<AgentProcess>,
+    /// The owners' pins in PID 1's bpffs.
+    pub pins: Vec<OwnerPin>,
     /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.
     pub v1_net_controllers: Vec<V1NetController>,
     /// Whether sockets may no longer be matched to their cgroup v2 (read
@@ -469,10 +475,8 @@ pub struct Snapshot {
     /// `--nested-node`: PID 1's namespaces are a nested node's, whatever
     /// the audit sees in them.
     pub nested_node: bool,
-    /// The command name of a process holding each program that no name
-    /// claims and that a known holder may own (`owner::HOLDERS`).
-    pub holders: BTreeMap<u32, String>,
-    /// Processes of cgroups that hold socket-LB programs below the root.
+    /// Processes of cgroups that hold programs below the root on a hook an
+    /// owner means for the root.
     pub processes: BTreeMap<String, Vec<ProcessRef>>,
     /// Paths (relative to the root) of cgroups the scan was asked to name:
     /// callers seen in attach events.

@@ -21,6 +21,8 @@ pub mod prog_type {
     pub const DEVICE: u32 = BPF_PROG_TYPE_CGROUP_DEVICE as u32;
     pub const SKB: u32 = BPF_PROG_TYPE_CGROUP_SKB as u32;
     pub const SOCK_OPS: u32 = BPF_PROG_TYPE_SOCK_OPS as u32;
+    pub const SOCKOPT: u32 = BPF_PROG_TYPE_CGROUP_SOCKOPT as u32;
+    pub const SYSCTL: u32 = BPF_PROG_TYPE_CGROUP_SYSCTL as u32;
 }
 
 /// The program type that runs at a cgroup hook.
@@ -30,6 +32,8 @@ pub fn prog_type_for(hook: &str) -> u32 {
         "device" => prog_type::DEVICE,
         "ingress" | "egress" => prog_type::SKB,
         "sock_ops" => prog_type::SOCK_OPS,
+        "getsockopt" | "setsockopt" => prog_type::SOCKOPT,
+        "sysctl" => prog_type::SYSCTL,
         _ => prog_type::SOCK_ADDR,
     }
 }
@@ -77,6 +81,14 @@ impl Prog {
     /// names them.
     pub fn load_insns(name: &str, prog_type: u32, at: AttachType, insns: &[u64]) -> Prog {
         Prog::load_with(name, prog_type, at, insns, 0)
+    }
+
+    /// An allow-all program of a type that attaches to no cgroup (sk_msg,
+    /// whose load checks no expected attach type); its `hook` field means
+    /// nothing.
+    pub fn load_detached_type(name: &str, prog_type: u32) -> Prog {
+        let any = AttachType::from_name("sock_ops").expect("sock_ops");
+        Prog::load_with(name, prog_type, any, &[0xb7u64 | (1u64 << 32), 0x95], 0)
     }
 
     fn load_with(name: &str, prog_type: u32, at: AttachType, insns: &[u64], pad: usize) -> Prog {

@@ -143,3 +143,84 @@ impl Drop for CiliumAgentAt {
         let _ = self.child.wait();
     }
 }
+
+/// A process named `comm` (a copy of `fixture pause`), root in the node's
+/// namespaces, that holds `fds` open (program or link descriptors, as an
+/// agent holds what it loaded and attached): what proves those programs
+/// its owner's. Killed on drop.
+pub struct Holder {
+    child: Child,
+    _bin: tempfile::TempDir,
+    pub pid: u32,
+}
+
+impl Holder {
+    pub fn new(comm: &str, fds: &[std::os::fd::BorrowedFd<'_>]) -> Holder {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let bin = tempfile::Builder::new().prefix("cgaudit-holder-").tempdir_in("/var/tmp").expect("tempdir");
+        let fake = bin.path().join(comm);
+        std::fs::copy(crate::spawn::fixture_bin(), &fake).expect("copy fixture");
+        let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+        let mut cmd = Command::new(&fake);
+        cmd.arg("pause").stdin(Stdio::null());
+        // SAFETY: between fork and exec only fcntl, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                for fd in &raw {
+                    if libc::fcntl(*fd, libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn the holder");
+        let pid = child.id();
+        let named = crate::wait_until(std::time::Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        });
+        assert!(named, "the holder never became {comm}");
+        Holder { child, _bin: bin, pid }
+    }
+
+    /// Holds the programs of `progs`, named as Cilium's agent.
+    pub fn cilium(progs: &[&crate::Prog]) -> Holder {
+        let fds: Vec<_> = progs.iter().map(|p| std::os::fd::AsFd::as_fd(&p.fd)).collect();
+        Holder::new("cilium-agent", &fds)
+    }
+
+    /// Holds every program of `progs`, named as Cilium's agent.
+    pub fn cilium_all(progs: &[crate::Prog]) -> Holder {
+        Holder::cilium(&progs.iter().collect::<Vec<_>>())
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A program this test loaded that a `cilium-agent` holds too (`Holder`):
+/// Cilium's, proven, wherever it is attached. Derefs to the `Prog`.
+pub struct CiliumProg {
+    pub prog: crate::Prog,
+    _holder: Holder,
+}
+
+impl CiliumProg {
+    pub fn load(name: &str, hook: &str) -> CiliumProg {
+        let prog = crate::Prog::load(name, hook);
+        let holder = Holder::cilium(&[&prog]);
+        CiliumProg { prog, _holder: holder }
+    }
+}
+
+impl std::ops::Deref for CiliumProg {
+    type Target = crate::Prog;
+    fn deref(&self) -> &crate::Prog {
+        &self.prog
+    }
+}

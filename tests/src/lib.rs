@@ -20,6 +20,7 @@ pub mod guest;
 pub mod kubepods;
 pub mod lb;
 pub mod net;
+pub mod owners;
 pub mod podman;
 pub mod prom;
 pub mod sandbox;

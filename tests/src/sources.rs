@@ -260,7 +260,7 @@ pub fn a_flood_of_failing_calls_costs_nothing(events: &str) {
     let prog = Prog::load("cil_sock4_connect", "connect4");
     let start = Instant::now();
     let attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
-    let misattached = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium"}"#;
+    let misattached = r#"cgaudit_socket_lb_misattached{attach_type="connect4"}"#;
     let seen = wait_until(deadline(events), || d.metric(misattached) == Some(1.0));
     let latency = start.elapsed();
     let out = flood.wait_with_output().expect("flood ran");
@@ -349,7 +349,8 @@ pub fn a_busy_cgroup_cannot_put_the_daemon_behind(events: &str, rate: u32) {
     let t = TestCgroup::new(&format!("behind-{events}"));
     let busy = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, "busy"));
     let _crowd = crate::lb::Resident::crowd(&busy, 1_000);
-    let lb = Prog::load("cil_sock4_connect", "connect4");
+    // Cilium's programs (its agent holds them): critical findings.
+    let lb = crate::CiliumProg::load("cil_sock4_connect", "connect4");
     let _resident = Attached::new(&busy, &lb, ALLOW_MULTI);
     let d = daemon(&t, events);
     let churn = std::process::Command::new(fixture_bin())
@@ -366,7 +367,7 @@ pub fn a_busy_cgroup_cannot_put_the_daemon_behind(events: &str, rate: u32) {
     assert_eq!(status, Some(200), "/audit during the churn, after {audit_took:?}");
 
     let victim = t.mkdir(&cgroupfs_container("besteffort", SEED_POD_UID, "victim"));
-    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let prog = crate::CiliumProg::load("cil_sock4_connect", "connect4");
     let attached_at = Instant::now();
     let _victim = Attached::new(&victim, &prog, ALLOW_MULTI);
     let below = r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#;

@@ -84,6 +84,15 @@ impl AttachType {
         self.entry().3
     }
 
+    /// A hook where a program rewrites or refuses a socket's address
+    /// (connect, sendmsg, recvmsg, getpeername, bind, post_bind; 4 and 6):
+    /// one below the root breaks the traffic of every other pod. The rest of
+    /// the socket-LB set (sock_release) and the other hooks an owner wants at
+    /// the root lose data or a feature there, not traffic.
+    pub fn is_socket_address(self) -> bool {
+        self.is_socket_lb() && self.name() != "sock_release"
+    }
+
     /// The name libbpf and bpftool >= 7 print (`cgroup_inet4_connect`).
     pub fn libbpf_name(self) -> &'static str {
         self.entry().2

@@ -178,7 +178,7 @@ impl Tree {
         // One order whatever was read when: by hook, each hook's programs
         // in the kernel's order (a stable sort).
         n.own.sort_by_key(|a| a.attach_type);
-        let lb = id != root && n.own.iter().any(|a| a.attach_type.is_socket_lb());
+        let lb = id != root && n.own.iter().any(|a| crate::owner::is_root_hook(a.attach_type));
         n.processes = if lb { processes.or(n.processes.take()) } else { None };
         Some((removed, now.to_vec()))
     }

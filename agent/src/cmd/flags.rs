@@ -20,6 +20,12 @@ pub enum FlagError {
     Proc { path: PathBuf, error: nix::Error },
     #[error("--cgroup-root {0}")]
     CgroupRoot(RootError),
+    #[error(
+        "--kmesh was removed: Kmesh means its programs for the root cgroup, and cgaudit now judges them as Kmesh's \
+         only when its agent holds them, they are in its pin directory or they are at the root (README, \"Owners \
+         cgaudit knows\"); drop the flag"
+    )]
+    Kmesh,
 }
 
 impl ScanArgs {
@@ -30,6 +36,9 @@ impl ScanArgs {
     /// below it is made, and stays unready until it is (the one-shot audit
     /// then says it is missing).
     pub fn validate(&self) -> Result<(), FlagError> {
+        if self.kmesh {
+            return Err(FlagError::Kmesh);
+        }
         match statfs(&self.proc) {
             Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => {}
             Ok(_) => return Err(FlagError::NotProcfs(self.proc.clone())),
@@ -57,6 +66,6 @@ impl ScanArgs {
 
     /// How findings are judged.
     pub fn policy(&self) -> Policy {
-        Policy { allow: self.allow.clone(), kmesh: self.kmesh }
+        Policy { allow: self.allow.clone() }
     }
 }

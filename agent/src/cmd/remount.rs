@@ -8,11 +8,9 @@ use std::collections::BTreeSet;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-use strum::IntoEnumIterator;
-
 use crate::cli::{HelperArgs, Output, RemountArgs};
 use crate::findings::{self, Policy};
-use crate::owner::Cni;
+use crate::owner::Owner;
 use crate::remount::plan::{PathState, Plan};
 use crate::remount::programs::{self, Applied, Detach, Unpin};
 use crate::remount::{Outcome, RemountError, Replaced, Target};
@@ -23,9 +21,9 @@ use crate::snapshot::Snapshot;
 pub struct RemountReport {
     pub target_pid: u32,
     pub applied: bool,
-    /// The CNI whose mount point the path is (`null`: another path, with
+    /// The owner whose mount point the path is (`null`: another path, with
     /// --force).
-    pub cni: Option<Cni>,
+    pub owner: Option<Owner>,
     pub plan: Plan,
     pub outcome: Outcome,
     /// What the path holds after applying.
@@ -118,62 +116,70 @@ pub enum CommandError {
     #[error("auditing the node: {0}")]
     Audit(#[from] crate::scan::AuditError),
     #[error(
-        "--path {}: not a CNI's cgroup2 mount point ({}): refusing to mount cgroup2 there; pass --force if your CNI \
-         mounts it there (Cilium's cgroup.hostRoot)",
+        "--path {}: not a known owner's cgroup2 mount point ({}): refusing to mount cgroup2 there; pass --force if \
+         your agent mounts it there (Cilium's cgroup.hostRoot)",
         path.display(), known_mount_points()
     )]
-    NotCniMountPoint { path: PathBuf },
-    #[error("which CNI's cgroup2 mount to repair cannot be told: {why}; pass --path ({})", known_mount_points())]
-    UnknownCni { why: String },
+    NotOwnerMountPoint { path: PathBuf },
+    #[error("whose cgroup2 mount to repair cannot be told: {why}; pass --path ({})", known_mount_points())]
+    UnknownOwner { why: String },
     #[error("--bpffs {0}")]
     Bpffs(String),
 }
 
 fn known_mount_points() -> String {
-    Cni::iter().map(|c| format!("{} for {c}", c.mount_point())).collect::<Vec<_>>().join(", ")
+    Owner::known()
+        .filter_map(|o| Some(format!("{} for {}", o.mount_point()?, o.title())))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// The CNI whose cgroup2 mount this node needs repaired, by the strongest
-/// evidence an audit finds: its socket-LB programs below the root, then
-/// anywhere, then its running agent, then a cgroup2 mount at its mount point.
-pub fn node_cni(snap: &Snapshot, policy: &Policy) -> Result<Cni, String> {
-    let below: BTreeSet<Cni> = findings::evaluate(snap, policy)
+/// The owner whose cgroup2 mount this node needs repaired, among those that
+/// mount one at a path of their own, by the strongest evidence an audit
+/// finds: its programs below the root (proven its), then attached anywhere,
+/// then its running agent, then a cgroup2 mount at its mount point.
+pub fn node_owner(snap: &Snapshot, policy: &Policy) -> Result<Owner, String> {
+    let mounts = |o: &Owner| o.mount_point().is_some();
+    let below: BTreeSet<Owner> = findings::evaluate(snap, policy)
         .iter()
-        .filter(|f| f.kind == findings::Kind::SocketLbBelowRoot)
-        .filter_map(|f| f.owner?.cni())
+        .filter(|f| matches!(f.kind, findings::Kind::SocketLbBelowRoot | findings::Kind::RootHookBelowRoot))
+        .filter_map(|f| f.owner)
+        .filter(mounts)
         .collect();
-    let attached: BTreeSet<Cni> = findings::owned(snap, policy)
-        .filter(|(a, _)| a.attach_type.is_socket_lb())
-        .filter_map(|(_, o)| o.cni())
+    let attached: BTreeSet<Owner> = findings::owned(snap, policy)
+        .into_iter()
+        .map(|o| o.owner)
+        .filter(|o| o.intends_root())
+        .filter(mounts)
         .collect();
-    let agents: BTreeSet<Cni> = snap.cni_processes.iter().filter(|p| p.privileged).map(|p| p.cni).collect();
-    let mounted: BTreeSet<Cni> = snap.mounts.iter().filter_map(|m| Cni::from_mount_point(&m.mount_point)).collect();
-    for (what, cnis) in [
-        ("socket-LB programs below the root", below),
-        ("socket-LB programs attached", attached),
+    let agents: BTreeSet<Owner> = snap.agents.iter().filter(|p| p.privileged).map(|p| p.owner).filter(mounts).collect();
+    let mounted: BTreeSet<Owner> = snap.mounts.iter().filter_map(|m| Owner::from_mount_point(&m.mount_point)).collect();
+    for (what, owners) in [
+        ("programs below the root", below),
+        ("programs attached", attached),
         ("agents running", agents),
         ("cgroup2 mounts", mounted),
     ] {
-        match cnis.len() {
+        match owners.len() {
             0 => continue,
-            1 => return Ok(cnis.into_iter().next().expect("one")),
+            1 => return Ok(owners.into_iter().next().expect("one")),
             _ => {
-                let names: Vec<&str> = cnis.iter().map(|c| c.as_str()).collect();
+                let names: Vec<&str> = owners.iter().map(|c| c.title()).collect();
                 return Err(format!("this node has {what} of {}", names.join(" and ")));
             }
         }
     }
-    Err("no CNI's socket-LB programs, agent or cgroup2 mount is on this node".into())
+    Err("no programs, agent or cgroup2 mount of an owner that mounts cgroup2 itself is on this node".into())
 }
 
 /// Plans, applies when asked, and reports. `Err`: could not even plan.
 pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
     // What no choice of path can fix is refused first, before anything is read.
     if let Some(path) = &args.path
-        && Cni::from_mount_point(path).is_none()
+        && Owner::from_mount_point(path).is_none()
         && !args.force
     {
-        return Err(CommandError::NotCniMountPoint { path: path.clone() });
+        return Err(CommandError::NotOwnerMountPoint { path: path.clone() });
     }
     if let Some(b) = &args.bpffs
         && args.unpin_stale_links
@@ -182,7 +188,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         return Err(CommandError::Bpffs(format!("{}: not a bpffs mount", b.display())));
     }
     let target = Target::open(&args.proc, args.target_pid)?.nested_node(args.nested_node);
-    let policy = Policy { allow: args.allow.clone(), ..Policy::default() };
+    let policy = Policy { allow: args.allow.clone() };
     // One audit of the node, when the path or the programs depend on it.
     let snap = if args.path.is_none() || args.detach_misattached {
         let opts = ScanOptions { nested_node: args.nested_node, ..ScanOptions::node(args.proc.clone()) };
@@ -190,11 +196,11 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
     } else {
         None
     };
-    let (path, cni) = match (&args.path, &snap) {
-        (Some(p), _) => (p.clone(), Cni::from_mount_point(p)),
+    let (path, owner) = match (&args.path, &snap) {
+        (Some(p), _) => (p.clone(), Owner::from_mount_point(p)),
         (None, Some(snap)) => {
-            let cni = node_cni(snap, &policy).map_err(|why| CommandError::UnknownCni { why })?;
-            (PathBuf::from(cni.mount_point()), Some(cni))
+            let owner = node_owner(snap, &policy).map_err(|why| CommandError::UnknownOwner { why })?;
+            (PathBuf::from(owner.mount_point().unwrap_or_default()), Some(owner))
         }
         (None, None) => unreachable!("the node is audited when no --path is given"),
     };
@@ -213,7 +219,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
     let mut report = RemountReport {
         target_pid: args.target_pid,
         applied: args.apply,
-        cni,
+        owner,
         outcome: done.outcome,
         after: done.after,
         replaced: done.replaced,
@@ -275,11 +281,9 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
     let acted = report.plan.action.changes_something() || !report.detach.is_empty() || !report.unpin.is_empty();
     if acted {
         let node = crate::scan::host::node_name(args.node_name.as_deref());
-        let restart = match cni {
-            Some(c) => {
-                format!("restart the CNI agent on this node so it attaches at the root: {}", c.restart_command(&node))
-            }
-            None => "restart the CNI agent on this node so it attaches at the root".to_owned(),
+        let restart = match owner.and_then(|o| Some((o, o.restart_command(&node)?))) {
+            Some((o, cmd)) => format!("restart {}'s agent on this node so it attaches at the root: {cmd}", o.title()),
+            None => "restart the agent on this node so it attaches at the root".to_owned(),
         };
         report.next_step = Some(if args.apply { restart } else { format!("run again with --apply, then {restart}") });
     }

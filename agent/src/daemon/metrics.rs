@@ -52,6 +52,7 @@ pub const MISATTACHED_LABELS: &[&str] = &[
     "cgroup",
     "attach_type",
     "owner",
+    "severity",
     "pod_namespace",
     "pod_name",
     "container_name",
@@ -64,7 +65,7 @@ pub const MISATTACHED_LABELS: &[&str] = &[
 /// The labels of `cgaudit_socket_lb_misattached_programs`: one series per
 /// misattached cgroup, its hooks in one label.
 pub const MISATTACHED_CGROUP_LABELS: &[&str] =
-    &["cgroup", "owner", "pod_namespace", "pod_name", "container_name", "pod_uid", "container_id", "hooks"];
+    &["cgroup", "owner", "severity", "pod_namespace", "pod_name", "container_name", "pod_uid", "container_id", "hooks"];
 
 /// The `kind` label of `cgaudit_objects_skipped_total`, in the order of
 /// `snapshot::Skipped`'s counts.
@@ -90,6 +91,7 @@ pub struct Metrics {
     /// time), which carry no `cgaudit_` prefix.
     process: Registry,
     findings: IntGaugeVec,
+    findings_by_owner: IntGaugeVec,
     misattached: IntGaugeVec,
     misattached_cgroups: IntGaugeVec,
     misattached_truncated: IntGauge,
@@ -184,14 +186,19 @@ impl Metrics {
         let m = Metrics {
             process,
             findings: gauge_vec("findings", "Findings of the last audit, by kind and severity.", &["kind", "severity"]),
+            findings_by_owner: gauge_vec(
+                "findings_by_owner",
+                "Findings of the last audit, by kind, severity and the owner they are about (only those present: what the alerts name).",
+                &["kind", "severity", "owner"],
+            ),
             misattached: gauge_vec(
                 "socket_lb_misattached",
-                "1 per socket-LB program attached below the root cgroup (at most 64 series a node; the rest are counted in socket_lb_misattached_truncated).",
+                "1 per program on a socket-address hook below the root cgroup: severity critical when proven an owner's that means it for the root, warning when nobody's is proven (at most 64 series a node, the critical first; the rest are counted in socket_lb_misattached_truncated).",
                 MISATTACHED_LABELS,
             ),
             misattached_cgroups: gauge_vec(
                 "socket_lb_misattached_programs",
-                "Socket-LB programs attached below the root cgroup, one series per cgroup that holds any, with the hooks they are on (what the misattachment alert pages on: one incident, one series).",
+                "Programs on socket-address hooks below the root cgroup, one series per cgroup and owner that holds any, with the hooks they are on and the finding's severity (what the misattachment alert pages on: one incident, one series; the critical first).",
                 MISATTACHED_CGROUP_LABELS,
             ),
             misattached_truncated: gauge(
@@ -353,11 +360,13 @@ impl Metrics {
         self.remediations.with_label_values(&[action, result]).inc();
     }
 
-    /// Socket-LB hooks of the CNIs at and below the root: known in advance.
+    /// The socket-LB hooks of the socket load balancers (Cilium, Calico)
+    /// at and below the root: known in advance, exported as 0 while empty.
+    /// Other owners' series appear when they have attachments.
     fn zero_attachments(&self) {
         self.attachments.reset();
         for t in AttachType::all().filter(|t| t.is_socket_lb()) {
-            for owner in [Owner::Cilium, Owner::Calico] {
+            for owner in Owner::known().filter(|o| o.balances_sockets()) {
                 for location in ["root", "below_root"] {
                     self.attachments.with_label_values(&[t.name(), owner.as_str(), location]).set(0);
                 }
@@ -475,6 +484,16 @@ impl Metrics {
             let n = findings.iter().filter(|f| f.kind == kind && f.severity == severity).count();
             self.findings.with_label_values(&[kind.as_str(), severity.as_str()]).set(n as i64);
         }
+        // By owner: a series per (kind, severity, owner) found, at most as
+        // many as kinds × severities × owners (the registry's, bounded).
+        self.findings_by_owner.reset();
+        let mut by_owner: std::collections::BTreeMap<(Kind, Severity, &str), i64> = std::collections::BTreeMap::new();
+        for f in findings {
+            *by_owner.entry((f.kind, f.severity, f.owner.map_or("", Owner::as_str))).or_default() += 1;
+        }
+        for ((kind, severity, owner), n) in by_owner {
+            self.findings_by_owner.with_label_values(&[kind.as_str(), severity.as_str(), owner]).set(n);
+        }
         self.misattached.reset();
         self.misattached_cgroups.reset();
         // One series per misattached cgroup and owner (one finding each),
@@ -499,8 +518,9 @@ impl Metrics {
             ];
             let cgroup = f.cgroup.as_deref().unwrap_or("");
             let owner = f.owner.map_or("unknown", Owner::as_str);
+            let severity = f.severity.as_str();
             let joined = hooks.join(",");
-            let mut labels = vec![cgroup, owner];
+            let mut labels = vec![cgroup, owner, severity];
             labels.extend(pod);
             labels.push(&joined);
             self.misattached_cgroups.with_label_values(&labels).set(f.count.unwrap_or(0) as i64);
@@ -509,7 +529,7 @@ impl Metrics {
                 // The command that attached it; never its pid, which would
                 // make a new series at every restart of the attaching process.
                 let attached_by = p.attached_by.as_ref().map_or("", |a| a.comm.as_str());
-                let mut labels = vec![cgroup, p.attach_type.name(), owner];
+                let mut labels = vec![cgroup, p.attach_type.name(), owner, severity];
                 labels.extend(pod);
                 labels.extend([p.prog_name.as_str(), attached_by]);
                 self.misattached.with_label_values(&labels).set(1);

@@ -195,11 +195,11 @@ impl Picture {
         changed
     }
 
-    /// The CNI agents running now; whether they changed.
-    pub fn set_cni_processes(&mut self, agents: Vec<crate::snapshot::CniProcess>) -> bool {
-        let changed = agents != self.snap.cni_processes;
+    /// The owners' agents running now; whether they changed.
+    pub fn set_agents(&mut self, agents: Vec<crate::snapshot::AgentProcess>) -> bool {
+        let changed = agents != self.snap.agents;
         if changed {
-            self.snap.cni_processes = agents;
+            self.snap.agents = agents;
             self.generation += 1;
         }
         changed
@@ -316,8 +316,9 @@ impl Picture {
             let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count();
             n(&removed).max(n(&added)) >= crate::findings::HOOK_PROGRAMS_WARN
         });
-        let findings =
-            removed.iter().chain(&added).any(|a| a.attach_type.is_socket_lb()) || coverage_changed || crowded;
+        let findings = removed.iter().chain(&added).any(|a| crate::owner::is_root_hook(a.attach_type))
+            || coverage_changed
+            || crowded;
         (removed, added, findings)
     }
 

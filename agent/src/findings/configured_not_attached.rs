@@ -4,16 +4,15 @@ use super::*;
 
 pub(super) const EXPLANATION: &str = "the CNI's own configuration turns socket LB on and its agent runs, but none of its socket-LB programs is attached at the root cgroup.";
 
-pub(super) fn configured_not_attached(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
-    use strum::IntoEnumIterator;
-    for cni in Cni::iter() {
-        let Some(agent) = agents(snap, cni).find(|p| p.intent.socket_lb == SocketLb::On) else { continue };
-        let owner = cni.owner();
-        let attached = snap.attachments.iter().any(|a| {
-            at_root(snap, a)
-                && a.attach_type.is_socket_lb()
-                && owner_of(snap, a.prog_id, Some(a.attach_type), policy) == owner
-        });
+/// For each socket load balancer whose configuration is read (Cilium,
+/// Calico: `scan::intent`).
+pub(super) fn configured_not_attached(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    for owner in Owner::known().filter(|o| o.balances_sockets()) {
+        let Some(agent) = cx.agents_of(owner).find(|p| p.intent.socket_lb == SocketLb::On) else { continue };
+        let cni = owner.title();
+        let attached =
+            cx.attachments().any(|(a, o)| at_root(snap, a) && a.attach_type.is_socket_address() && o.owner == owner);
         if attached {
             continue;
         }
@@ -29,9 +28,9 @@ pub(super) fn configured_not_attached(snap: &Snapshot, policy: &Policy, out: &mu
             "Look for socket-LB attach errors in the agent's log and in its status ({}); check the cgroup2 mount it \
              attaches through (`agent audit`: cgroup_mount_not_root; `agent remount --path {}`), then restart the agent \
              on this node: `{}`.",
-            cni.status_hint(),
-            cni.mount_point(),
-            cni.restart_command(&snap.node)
+            owner.status_hint().unwrap_or("its log"),
+            owner.mount_point().unwrap_or("<its mount>"),
+            owner.restart_command(&snap.node).unwrap_or_default()
         );
         let mut f = Finding::new(Kind::SocketLbConfiguredNotAttached, Severity::Critical, message, remediation);
         f.cgroup = Some("/".into());
@@ -56,11 +55,11 @@ mod tests {
         assert!(f[0].message.contains("kube-proxy-replacement=true"), "{}", f[0].message);
         assert_eq!(f[0].processes[0].pid, 7);
         // Anyone can name a process cilium-agent: without privileges it is not the agent.
-        s.cni_processes[0].privileged = false;
+        s.agents[0].privileged = false;
         assert!(evaluate(&s, &Policy::default()).is_empty());
         // Off, host namespace only, or unknown: nothing is expected at the root.
         for lb in [SocketLb::Off, SocketLb::HostNamespaceOnly, SocketLb::Unknown] {
-            s.cni_processes[0] = {
+            s.agents[0] = {
                 let mut n = node();
                 cilium_agent(&mut n, lb).clone()
             };

@@ -20,13 +20,14 @@ pub fn hook_counts(snap: &Snapshot) -> BTreeMap<(u64, AttachType), (usize, &str)
 }
 
 /// One finding per cgroup, naming each of its hooks near the limit.
-pub(super) fn crowded_hooks(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+pub(super) fn crowded_hooks(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
     // Owners per crowded (cgroup, hook), in one pass over the attachments.
     let counts = hook_counts(snap);
     let mut owners: BTreeMap<(u64, AttachType), BTreeMap<Owner, usize>> = BTreeMap::new();
     for a in &snap.attachments {
         if counts.get(&(a.cgroup_id, a.attach_type)).is_some_and(|(n, _)| *n >= HOOK_PROGRAMS_WARN) {
-            let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
+            let owner = cx.owner(a);
             *owners.entry((a.cgroup_id, a.attach_type)).or_default().entry(owner).or_default() += 1;
         }
     }

@@ -1,27 +1,41 @@
-//! `defunct_link`: a CNI's cgroup bpf_link whose cgroup is gone.
+//! `defunct_link`: a root owner's cgroup bpf_link whose cgroup is gone.
 
 use super::*;
 
 pub(super) const EXPLANATION: &str =
     "these bpf_links point at cgroups that no longer exist: their programs run nowhere.";
 
-pub(super) fn defunct_links(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+/// Links whose cgroup is gone, held or pinned by an owner that means its
+/// programs for the root (a pinned link is reused on restart).
+pub(super) fn defunct_links(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
     for l in snap.cgroup_links.iter().filter(|l| l.cgroup_id == 0) {
         let t = AttachType::from_kernel(l.attach_type);
-        let owner = owner_of(snap, l.prog_id, t, policy);
-        if !owner.is_cni() {
+        let owner = cx.program_owner(l.prog_id, t).owner;
+        if !owner.intends_root() {
             continue;
         }
         let name = prog_name(snap, l.prog_id);
         let message = format!(
             "bpf_link {id} holds {name} ({o}, prog {p}) for {t} on a cgroup that no longer exists: the program runs nowhere. \
-             A pinned link like this is reused by the CNI on restart instead of attaching at the root.",
+             A pinned link like this is reused by {o} on restart instead of attaching at the root.",
             id = l.link_id,
-            o = owner.as_str(),
+            o = owner.title(),
             p = l.prog_id,
             t = t.map_or("an unknown hook", AttachType::name),
         );
-        let remediation = "Remove the stale pin (Cilium: /sys/fs/bpf/cilium/socketlb/links/cgroup/) and restart the CNI agent pod so it attaches a fresh link at the root.".to_owned();
+        let pins = owner.spec().map(|s| s.pin_dirs).unwrap_or_default();
+        let remediation = match pins.first() {
+            Some(dir) => format!(
+                "Remove the stale pin (under /sys/fs/bpf/{dir}/) and restart {o}'s agent on this node so it attaches a \
+                 fresh link at the root.",
+                o = owner.title()
+            ),
+            None => format!(
+                "Restart {o}'s agent on this node (closing the link) so it attaches a fresh link at the root.",
+                o = owner.title()
+            ),
+        };
         let mut f = Finding::new(Kind::DefunctLink, Severity::Warning, message, remediation);
         f.attach_type = t;
         f.prog_id = Some(l.prog_id);
@@ -44,6 +58,8 @@ mod tests {
         prog(&mut s, 50, "cil_sock4_connect", ProgType::CgroupSockAddr);
         prog(&mut s, 51, "sd_fw_ingress", ProgType::CgroupSkb);
         attach(&mut s, "/", 1, "connect4", 50);
+        // Held by the agent (its link fd), as Cilium holds its links.
+        s.agents[0].holds.push(50);
         s.cgroup_links = vec![
             CgroupLinkInfo { link_id: 5, prog_id: 50, cgroup_id: 0, attach_type: at("connect4").kernel_value() },
             CgroupLinkInfo { link_id: 6, prog_id: 51, cgroup_id: 0, attach_type: at("ingress").kernel_value() },
@@ -51,5 +67,9 @@ mod tests {
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["defunct_link"]);
         assert_eq!((f[0].link_id, f[0].severity), (Some(5), Severity::Warning));
+        assert!(f[0].remediation.contains("/sys/fs/bpf/cilium/socketlb/links/cgroup/"), "{}", f[0].remediation);
+        // A name alone on a link nobody holds or pinned proves nothing.
+        s.agents[0].holds.clear();
+        assert!(evaluate(&s, &Policy::default()).is_empty());
     }
 }

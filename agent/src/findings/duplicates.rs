@@ -1,14 +1,16 @@
-//! `duplicate_cni_programs`: the same CNI program attached more than once to one cgroup and hook.
+//! `duplicate_cni_programs`: the same program of a root owner attached more than once to one cgroup and hook.
 
 use super::*;
 
-pub(super) const EXPLANATION: &str = "more than one copy of the same CNI program is attached to one cgroup and hook: every copy runs for every socket, and the older ones are usually leftovers of a restart or upgrade.";
+pub(super) const EXPLANATION: &str = "more than one copy of the same program of an owner is attached to one cgroup and hook: every copy runs for every socket, and the older ones are usually leftovers of a restart or upgrade.";
 
-/// The same CNI program attached more than once to one (cgroup, hook): the
-/// same full name (or, unnamed, the same tag) under different program ids.
-pub(super) fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+/// The same program of an owner that means it for the root attached more
+/// than once to one (cgroup, hook): the same full name (or, unnamed, the
+/// same tag) under different program ids, proven the owner's.
+pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
     let mut groups: BTreeMap<(u64, AttachType, Owner, String), Vec<&Attachment>> = BTreeMap::new();
-    for (a, owner) in owned(snap, policy).filter(|(_, o)| o.is_cni()) {
+    for (a, owner) in cx.attachments().map(|(a, o)| (a, o.owner)).filter(|(_, o)| o.intends_root()) {
         let Some(p) = snap.programs.get(&a.prog_id) else { continue };
         let function = if p.name.is_empty() { format!("tag {}", p.tag) } else { p.name.clone() };
         groups.entry((a.cgroup_id, a.attach_type, owner, function)).or_default().push(a);
@@ -22,7 +24,9 @@ pub(super) fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding
         }
         let loaded = |a: &Attachment| snap.programs.get(&a.prog_id).and_then(|p| p.loaded_unix_ms);
         let pin = |a: &Attachment| {
-            snap.cni_pins.iter().find(|p| p.prog_id == a.prog_id || (a.link_id.is_some() && p.link_id == a.link_id))
+            snap.pins.iter().find(|p| {
+                p.owner == owner && (p.prog_id == a.prog_id || (a.link_id.is_some() && p.link_id == a.link_id))
+            })
         };
         // Stale: not referenced by the CNI's pins when some copy is;
         // otherwise all but the newest.
@@ -53,15 +57,15 @@ pub(super) fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding
         let first = copies[0];
         let root = at_root(snap, first);
         let why_stale = if pinned.contains(&true) {
-            format!("not pinned by {}, which keeps only the current one", owner.as_str())
+            format!("not pinned by {}, which keeps only the current one", owner.title())
         } else {
             "older than the newest copy".to_owned()
         };
         let message = format!(
             "{n} copies of {function} ({owner}) are attached to {hook} on {place}: {list}. Every copy runs for every socket; \
-             prog {stale} {look} stale ({why_stale}), as a CNI agent restart or upgrade that did not detach its previous programs leaves them.",
+             prog {stale} {look} stale ({why_stale}), as an agent restart or upgrade that did not detach its previous programs leaves them.",
             n = copies.len(),
-            owner = owner.as_str(),
+            owner = owner.title(),
             place = place(snap, &first.cgroup),
             list = list.join("; "),
             stale = stale.iter().map(u32::to_string).collect::<Vec<_>>().join(", prog "),
@@ -69,9 +73,9 @@ pub(super) fn duplicates(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding
         );
         let remediation = format!(
             "Detach the stale copies (`bpftool cgroup detach <cgroup> {hook} id <prog>`, or for a link remove its pin), \
-             then restart the {owner} agent on this node and check that exactly one copy is attached; upgrade the CNI if it \
+             then restart {owner}'s agent on this node and check that exactly one copy is attached; upgrade {owner} if it \
              leaves copies on every restart.",
-            owner = owner.as_str()
+            owner = owner.title()
         );
         let severity = if root && hook.is_socket_lb() { Severity::Critical } else { Severity::Warning };
         let mut f = Finding::new(Kind::DuplicateCniPrograms, severity, message, remediation);
@@ -104,8 +108,8 @@ mod tests {
         }
         s.attachments.last_mut().unwrap().link_id = Some(9);
         // The CNI pinned the newer one's link; the older one is the orphan.
-        s.cni_pins.push(CniPin {
-            cni: Cni::Cilium,
+        s.pins.push(OwnerPin {
+            owner: Owner::Cilium,
             path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
             prog_id: 51,
             link_id: Some(9),
@@ -114,10 +118,10 @@ mod tests {
         assert_eq!(kinds(&f), ["duplicate_cni_programs"]);
         assert_eq!((f[0].prog_id, f[0].count, f[0].cgroup.as_deref()), (Some(50), Some(2), Some("/")));
         let m = &f[0].message;
-        assert!(m.contains("prog 50 looks stale (not pinned by cilium"), "{m}");
+        assert!(m.contains("prog 50 looks stale (not pinned by Cilium"), "{m}");
         assert!(m.contains("prog 51 loaded 1970-01-01T00:33:20Z, link 9, pinned at /sys/fs/bpf/cilium"), "{m}");
         // Without pins, the older copy is the stale one.
-        s.cni_pins.clear();
+        s.pins.clear();
         let f = evaluate(&s, &Policy::default());
         assert!(f[0].message.contains("prog 50 looks stale (older than the newest copy)"), "{}", f[0].message);
         // Different programs on one hook are not copies.

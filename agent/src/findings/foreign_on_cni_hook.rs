@@ -1,4 +1,4 @@
-//! `foreign_program_on_cni_hook`: at the root, a program of another or unknown owner on a hook the CNI uses for socket LB.
+//! `foreign_program_on_cni_hook`: at the root, a program of another or unknown owner on a hook a socket load balancer (Cilium, Calico) uses.
 
 use super::*;
 
@@ -7,14 +7,14 @@ pub(super) const EXPLANATION: &str =
 
 /// One finding per CNI and foreign owner, naming the hooks and programs.
 pub(super) fn foreign_on_cni_hooks(
-    snap: &Snapshot,
-    policy: &Policy,
+    cx: &Ctx<'_>,
     hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
-    attachers: &Attachers<'_>,
     out: &mut Vec<Finding>,
 ) {
-    let at_root: Vec<(&Attachment, Owner)> = owned(snap, policy).filter(|(a, _)| at_root(snap, a)).collect();
-    for (cni, types) in hooks {
+    let (snap, attachers) = (cx.snap, &cx.attachers);
+    let at_root: Vec<(&Attachment, Owner)> =
+        cx.attachments().filter(|(a, _)| at_root(snap, a)).map(|(a, o)| (a, o.owner)).collect();
+    for (cni, types) in hooks.iter().filter(|(o, _)| o.balances_sockets()) {
         // The hooks where the CNI's own program is at the root too.
         let cni_there: BTreeSet<AttachType> =
             at_root.iter().filter(|(_, o)| o == cni).map(|(a, _)| a.attach_type).collect();
@@ -39,7 +39,7 @@ pub(super) fn foreign_on_cni_hooks(
                         a.prog_id,
                         a.attach_type,
                         if cni_there.contains(&a.attach_type) { "beside" } else { "instead of" },
-                        cni = cni.as_str(),
+                        cni = cni.title(),
                     )
                 })
                 .collect();
@@ -50,13 +50,9 @@ pub(super) fn foreign_on_cni_hooks(
                  connections {cni} load-balances, and CNIs have stalled on finding a program they did not expect on their hook.",
                 n = programs.len(),
                 s = if programs.len() == 1 { "" } else { "s" },
-                o = if owner == Owner::Unknown {
-                    "unknown".to_owned()
-                } else {
-                    format!("another ({})", owner.as_str())
-                },
+                o = if owner == Owner::Unknown { "unknown".to_owned() } else { format!("another ({})", owner.title()) },
                 are = if programs.len() == 1 { "is" } else { "are" },
-                cni = cni.as_str(),
+                cni = cni.title(),
                 list = described.join("; "),
                 more = if more > 0 { format!("; and {more} more") } else { String::new() },
                 they = if programs.len() == 1 { "It" } else { "They" },
@@ -69,7 +65,7 @@ pub(super) fn foreign_on_cni_hooks(
                  (`bpftool cgroup detach <root cgroup> {t} id {id}`).",
                 id = first.prog_id,
                 t = first.attach_type,
-                cni = cni.as_str(),
+                cni = cni.title(),
             );
             let mut f = Finding::new(Kind::ForeignProgramOnCniHook, Severity::Warning, message, remediation)
                 .about(snap, &programs, attachers);
@@ -95,9 +91,9 @@ mod tests {
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["foreign_program_on_cni_hook"]);
         assert_eq!((f[0].prog_id, f[0].owner), (Some(60), Some(Owner::Unknown)));
-        assert!(f[0].message.contains("beside cilium's"), "{}", f[0].message);
+        assert!(f[0].message.contains("beside Cilium's"), "{}", f[0].message);
         // On a hook Cilium does not use, or allowed: not its business.
-        assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()], ..Policy::default() }).is_empty());
+        assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()] }).is_empty());
         s.attachments.last_mut().unwrap().attach_type = at("bind4");
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }

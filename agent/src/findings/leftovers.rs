@@ -1,19 +1,20 @@
-//! `cni_leftover_programs`: a CNI's socket-LB programs attached while no agent of it runs, or its configuration turns socket LB off.
+//! `cni_leftover_programs`: an owner's programs attached while no agent of it runs, or (Cilium, Calico) its configuration turns socket LB off.
 
 use super::*;
 
-pub(super) const EXPLANATION: &str = "socket-LB programs of a CNI are attached although its agent does not run on this node or its configuration turns socket LB off.";
+pub(super) const EXPLANATION: &str = "programs of an owner are attached although its agent does not run on this node or its configuration turns socket LB off.";
 
-pub(super) fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
-    use strum::IntoEnumIterator;
-    for cni in Cni::iter() {
-        let owner = cni.owner();
-        let left: Vec<&Attachment> =
-            owned(snap, policy).filter(|(a, o)| *o == owner && a.attach_type.is_socket_lb()).map(|(a, _)| a).collect();
-        if left.is_empty() {
-            continue;
+pub(super) fn leftovers(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    let mut by_owner: BTreeMap<Owner, Vec<&Attachment>> = BTreeMap::new();
+    for (a, o) in cx.attachments() {
+        if o.owner.intends_root() && o.owner.agent_comm().is_some() {
+            by_owner.entry(o.owner).or_default().push(a);
         }
-        let running: Vec<_> = agents(snap, cni).collect();
+    }
+    for (owner, left) in by_owner {
+        let comm = owner.agent_comm().unwrap_or_default();
+        let running: Vec<_> = cx.agents_of(owner).collect();
         // An agent outside the audit's PID view is not visible, not absent:
         // the audit says its view is incomplete instead.
         let reason = if running.is_empty() && !sees_node_processes(snap) {
@@ -21,14 +22,12 @@ pub(super) fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>
         } else if running.is_empty() {
             // Say what was seen: a process may bear the agent's name and
             // not be taken for it.
-            match snap.cni_processes.iter().find(|p| p.cni == cni && !p.privileged) {
+            match snap.agents.iter().find(|p| p.owner == owner && !p.privileged) {
                 Some(p) => format!(
                     "a process named {} runs (pid {}) but is not taken for the agent: {}",
-                    cni.agent_comm(),
-                    p.pid,
-                    p.intent.evidence
+                    p.comm, p.pid, p.intent.evidence
                 ),
-                None => format!("no {} process runs on this node", cni.agent_comm()),
+                None => format!("no {comm} process runs on this node"),
             }
         } else if let Some(off) = running.iter().find(|p| p.intent.socket_lb == SocketLb::Off) {
             format!("its configuration turns socket LB off ({})", off.intent.evidence)
@@ -38,18 +37,26 @@ pub(super) fn leftovers(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>
         let cgroups: BTreeSet<&str> = left.iter().map(|a| a.cgroup.as_str()).collect();
         let hooks: BTreeSet<&str> = left.iter().map(|a| a.attach_type.name()).collect();
         let message = format!(
-            "{n} {cni} socket-LB programs are attached ({hooks}, on {m} cgroup{s}) but {reason}: nothing keeps them current, \
-             and they still rewrite connections to Service IPs by whatever maps they last had.",
+            "{n} {o} program{s} {are} attached ({hooks}, on {m} cgroup{cs}) but {reason}: nothing keeps them current, \
+             and they still act on sockets by whatever maps they last had{lb}.",
             n = left.len(),
+            o = owner.title(),
+            s = if left.len() == 1 { "" } else { "s" },
+            are = if left.len() == 1 { "is" } else { "are" },
             hooks = hooks.into_iter().collect::<Vec<_>>().join(", "),
             m = cgroups.len(),
-            s = if cgroups.len() == 1 { "" } else { "s" },
+            cs = if cgroups.len() == 1 { "" } else { "s" },
+            lb = if owner.balances_sockets() { " (rewriting connections to Service IPs)" } else { "" },
         );
+        let pins = owner
+            .spec()
+            .and_then(|s| s.pin_dirs.first())
+            .map_or(String::new(), |d| format!(" and remove its pins under /sys/fs/bpf/{d}"));
         let remediation = format!(
-            "If {cni} was removed from this node or its socket LB turned off, detach them (`bpftool cgroup tree` lists them; \
-             `bpftool cgroup detach <cgroup> <hook> id <prog>`) and remove its pins under /sys/fs/bpf/{}; if its agent should \
-             be running, find out why it is not.",
-            cni.pin_dir()
+            "If {o} was removed from this node or turned off, detach them (`bpftool cgroup tree` lists them; \
+             `bpftool cgroup detach <cgroup> <hook> id <prog>`){pins}; if its agent should be running, find out why it is \
+             not.",
+            o = owner.title(),
         );
         let mut f = Finding::new(Kind::CniLeftoverPrograms, Severity::Warning, message, remediation);
         if cgroups.len() == 1 {
@@ -74,7 +81,9 @@ mod tests {
     #[test]
     fn cni_programs_with_no_agent_or_socket_lb_off_are_leftovers() {
         let mut s = node();
-        cilium_connect(&mut s, "/", 1);
+        // At the root with Cilium's names and types: Cilium's, though no
+        // agent holds them.
+        named_cilium_connect(&mut s, "/", 1);
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["cni_leftover_programs"]);
         assert_eq!((f[0].count, f[0].cgroup.as_deref()), (Some(2), Some("/")));
@@ -82,7 +91,7 @@ mod tests {
         cilium_agent(&mut s, SocketLb::Off);
         let f = evaluate(&s, &Policy::default());
         assert!(f[0].message.contains("its configuration turns socket LB off (kube-proxy"), "{}", f[0].message);
-        s.cni_processes[0].intent.socket_lb = SocketLb::On;
+        s.agents[0].intent.socket_lb = SocketLb::On;
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }
 
@@ -91,7 +100,7 @@ mod tests {
     #[test]
     fn a_process_named_like_the_agent_is_said_to_run_and_why_it_does_not_count() {
         let mut s = node();
-        cilium_connect(&mut s, "/", 1);
+        named_cilium_connect(&mut s, "/", 1);
         let p = cilium_agent(&mut s, SocketLb::Unknown);
         p.privileged = false;
         p.intent = crate::snapshot::Intent::unknown("not in the node's network namespace (no hostNetwork)");
@@ -111,7 +120,7 @@ mod tests {
     #[test]
     fn an_agent_out_of_view_is_not_called_absent() {
         let mut s = node();
-        cilium_connect(&mut s, "/", 1);
+        named_cilium_connect(&mut s, "/", 1);
         s.pid_view = crate::snapshot::PidView::NotNode { reason: "the agent is PID 1 of its own PID namespace".into() };
         assert!(evaluate(&s, &Policy::default()).is_empty(), "a cilium-agent may well run where the audit cannot see");
         assert!(incomplete(&s).is_some(), "and the audit says it could not see");

@@ -1,22 +1,15 @@
-//! `socket_lb_missing_at_root`: a CNI uses a socket-LB hook (attached somewhere, or pinned) but has nothing on it at the root.
+//! `socket_lb_missing_at_root`: an owner proven to mean its socket-address programs for the root has them attached somewhere, but nothing on that hook at the root.
 
 use super::*;
 
-pub(super) const EXPLANATION: &str = "the CNI's socket-LB programs for these hooks are attached on the node or pinned in its bpffs, but not attached at the root cgroup, so pods do not get them while the agent may still report socket LB as enabled.";
+pub(super) const EXPLANATION: &str = "the owner's programs for these socket-address hooks are attached on the node, proven its, but none is attached at the root cgroup, so pods do not get them while the agent may still report itself healthy.";
 
-/// One finding per CNI, naming each hook it lacks at the root.
-pub(super) fn missing_at_root(
-    snap: &Snapshot,
-    policy: &Policy,
-    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
-    out: &mut Vec<Finding>,
-) {
-    let at_root: BTreeSet<(Owner, AttachType)> = snap
-        .attachments
-        .iter()
-        .filter(|a| a.cgroup_id == snap.root.cgroup_id)
-        .map(|a| (owner_of(snap, a.prog_id, Some(a.attach_type), policy), a.attach_type))
-        .collect();
+/// One finding per owner, naming each hook it lacks at the root. `hooks`:
+/// the socket-address hooks each root owner's proven programs are on.
+pub(super) fn missing_at_root(cx: &Ctx<'_>, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    let at_root: BTreeSet<(Owner, AttachType)> =
+        cx.attachments().filter(|(a, _)| at_root(snap, a)).map(|(a, o)| (o.owner, a.attach_type)).collect();
     for (owner, types) in hooks {
         let missing: Vec<AttachType> = types
             .iter()
@@ -27,10 +20,11 @@ pub(super) fn missing_at_root(
             continue;
         }
         let names: Vec<&str> = missing.iter().map(|t| t.name()).collect();
+        let what = if owner.balances_sockets() { "load balancing" } else { "programs" };
         let message = format!(
-            "{o} has socket-LB programs for {hooks} attached on this node, but none is attached to {them} on the root cgroup: \
-             pods on this node do not get {o}'s load balancing there, while the agent may still report socket LB as enabled.",
-            o = owner.as_str(),
+            "{o} has programs for {hooks} attached on this node (proven its), but none is attached to {them} on the \
+             root cgroup: pods on this node do not get {o}'s {what} there, while its agent may still report itself healthy.",
+            o = owner.title(),
             hooks = names.join(", "),
             them = if missing.len() == 1 { "it" } else { "them" },
         );
@@ -59,8 +53,8 @@ mod tests {
         prog(&mut s, 40, "cil_sock4_sendm", ProgType::CgroupSockAddr);
         s.pods.push(pod_cgroup(POD, 44, "f8371831-8021-4722-af27-93c925d25a14", &[]));
         assert!(evaluate(&s, &Policy::default()).is_empty(), "anyone can load a program with Cilium's name");
-        s.cni_pins.push(CniPin {
-            cni: Cni::Cilium,
+        s.pins.push(OwnerPin {
+            owner: Owner::Cilium,
             path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_sendmsg".into(),
             prog_id: 40,
             link_id: Some(7),

@@ -9,6 +9,7 @@
 mod below_root;
 mod cni_agent_cgroupns;
 mod configured_not_attached;
+mod conflicts;
 mod crowded_hooks;
 mod defunct_link;
 mod duplicates;
@@ -16,6 +17,7 @@ mod foreign_on_cni_hook;
 mod leftovers;
 mod missing_at_root;
 mod mount_not_root;
+mod ownership;
 mod pods_without;
 mod v1_net_conflict;
 
@@ -28,12 +30,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::attribution::{Attribution, attribute};
-use crate::bpf::{AttachType, BpfCommand};
+use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 use crate::cgroup::tree::ProcessRef;
+use crate::owner::Owner;
 pub use crate::owner::Policy;
-use crate::owner::{Cni, Owner, claimed_owner, classify};
 use crate::snapshot::{Attachment, Change, Event, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
+pub use ownership::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +57,8 @@ impl Severity {
 #[strum(serialize_all = "snake_case")]
 pub enum Kind {
     SocketLbBelowRoot,
+    RootHookBelowRoot,
+    RootHookConflict,
     SocketLbMissingAtRoot,
     PodsWithoutSocketLb,
     CgroupMountNotRoot,
@@ -65,6 +70,7 @@ pub enum Kind {
     CniLeftoverPrograms,
     ForeignProgramOnCniHook,
     CgroupV1NetControllerConflict,
+    SockmapBesideSocketLb,
 }
 
 impl Kind {
@@ -76,18 +82,21 @@ impl Kind {
     /// series, exported as 0 while absent).
     pub fn severities(self) -> &'static [Severity] {
         match self {
-            Kind::SocketLbBelowRoot
-            | Kind::SocketLbMissingAtRoot
+            Kind::SocketLbMissingAtRoot
             | Kind::PodsWithoutSocketLb
             | Kind::SocketLbConfiguredNotAttached
             | Kind::CgroupV1NetControllerConflict => &[Severity::Critical],
-            Kind::CgroupMountNotRoot | Kind::DuplicateCniPrograms | Kind::HookProgramCountHigh => {
-                &[Severity::Critical, Severity::Warning]
-            }
+            Kind::SocketLbBelowRoot
+            | Kind::RootHookConflict
+            | Kind::CgroupMountNotRoot
+            | Kind::DuplicateCniPrograms
+            | Kind::HookProgramCountHigh => &[Severity::Critical, Severity::Warning],
             Kind::DefunctLink
             | Kind::CniAgentPrivateCgroupns
             | Kind::CniLeftoverPrograms
-            | Kind::ForeignProgramOnCniHook => &[Severity::Warning],
+            | Kind::ForeignProgramOnCniHook
+            | Kind::RootHookBelowRoot
+            | Kind::SockmapBesideSocketLb => &[Severity::Warning],
         }
     }
 
@@ -95,6 +104,9 @@ impl Kind {
     pub fn explanation(self) -> &'static str {
         match self {
             Kind::SocketLbBelowRoot => below_root::EXPLANATION,
+            Kind::RootHookBelowRoot => below_root::HOOK_EXPLANATION,
+            Kind::RootHookConflict => conflicts::EXPLANATION,
+            Kind::SockmapBesideSocketLb => conflicts::SOCKMAP_EXPLANATION,
             Kind::SocketLbMissingAtRoot => missing_at_root::EXPLANATION,
             Kind::PodsWithoutSocketLb => pods_without::EXPLANATION,
             Kind::CgroupMountNotRoot => mount_not_root::EXPLANATION,
@@ -119,6 +131,14 @@ pub struct Finding {
     pub prog_id: Option<u32>,
     pub prog_name: Option<String>,
     pub owner: Option<Owner>,
+    /// When `owner` is `unknown`: the owner its programs are named like
+    /// (a name proves nothing: anyone can load a `cil_sock4_connect`).
+    pub named_like: Option<Owner>,
+    /// The other owner of a conflict (root_hook_conflict: the one refused;
+    /// sockmap_beside_socket_lb: Cilium).
+    pub other_owner: Option<Owner>,
+    /// How the programs of root_hook_conflict hold their hook.
+    pub attach_flags: Option<AttachFlags>,
     pub link_id: Option<u32>,
     pub pod_uid: Option<String>,
     pub container_id: Option<String>,
@@ -177,6 +197,9 @@ impl Finding {
             prog_id: None,
             prog_name: None,
             owner: None,
+            named_like: None,
+            other_owner: None,
+            attach_flags: None,
             link_id: None,
             pod_uid: None,
             container_id: None,
@@ -289,8 +312,17 @@ impl<'s> Attachers<'s> {
 
     /// The latest attach call that made this attachment: the same cgroup,
     /// hook and program.
+    pub(super) fn event(&self, a: &Attachment) -> Option<&'s Event> {
+        self.event_at(a.cgroup_id, a.attach_type, a.prog_id)
+    }
+
+    pub(super) fn event_at(&self, cgroup_id: u64, hook: AttachType, prog_id: u32) -> Option<&'s Event> {
+        self.0.get(&(cgroup_id, hook, prog_id)).copied()
+    }
+
+    /// Who made this attachment, as findings name them.
     pub(super) fn actor(&self, snap: &Snapshot, a: &Attachment) -> Option<Actor> {
-        actor_of(snap, self.0.get(&(a.cgroup_id, a.attach_type, a.prog_id))?)
+        actor_of(snap, self.event(a)?)
     }
 }
 
@@ -313,19 +345,6 @@ fn actor_of(snap: &Snapshot, e: &Event) -> Option<Actor> {
     })
 }
 
-/// Owner of an attached program.
-pub fn owner_of(snap: &Snapshot, prog_id: u32, attach_type: Option<AttachType>, policy: &Policy) -> Owner {
-    let Some(p) = snap.programs.get(&prog_id) else { return Owner::Unknown };
-    match classify(&p.name, p.prog_type, attach_type, policy) {
-        Owner::Unknown => snap
-            .holders
-            .get(&prog_id)
-            .and_then(|comm| crate::owner::held_by(comm, p.prog_type, attach_type))
-            .unwrap_or(Owner::Unknown),
-        owner => owner,
-    }
-}
-
 pub(super) fn prog_name(snap: &Snapshot, id: u32) -> String {
     snap.programs.get(&id).map_or_else(
         || format!("prog {id} (unloaded)"),
@@ -333,32 +352,38 @@ pub(super) fn prog_name(snap: &Snapshot, id: u32) -> String {
     )
 }
 
-/// The fix for socket-LB programs attached through a misrooted cgroup2
-/// mount: the steps that hold for every CNI, then what `cni` itself
-/// needs so that it does not happen again.
-pub(super) fn remount_fix(cni: Option<Cni>, node: &str) -> String {
-    let (path, own) = match cni {
-        Some(c) => (format!(" --path {}", c.mount_point()), format!(" {}", c.mount_advice())),
-        None => (String::new(), String::new()),
+/// The fix for programs attached through a misrooted cgroup2 mount: the
+/// steps that hold for every owner, then what `owner` itself needs so
+/// that it does not happen again (its registry entry's own setting).
+pub(super) fn remount_fix(owner: Option<Owner>, node: &str) -> String {
+    let spec = owner.and_then(Owner::spec);
+    let title = owner.map_or("the agent", Owner::title);
+    let remount = match owner.and_then(Owner::mount_point) {
+        Some(mp) => format!(
+            " Remount cgroup2 at {mp} from PID 1's namespaces and detach what landed below the root (`agent remount \
+             --path {mp} --apply --detach-misattached --unpin-stale-links`),"
+        ),
+        None => " Detach what landed below the root (`agent remount --apply --detach-misattached`, or `bpftool cgroup \
+                 detach <cgroup> <hook> id <prog>`),"
+            .to_owned(),
     };
-    let restart = cni.map_or_else(
-        || "restart the CNI agent pod on this node".to_owned(),
-        |c| format!("restart {} on this node (`{}`)", c.agent_comm(), c.restart_command(node)),
-    );
+    let own = spec.map_or(String::new(), |s| format!(" {}", s.fix));
+    let restart = match owner.and_then(|o| o.restart_command(node)) {
+        Some(cmd) => format!("restart {title}'s agent on this node (`{cmd}`)"),
+        None => format!("restart {title}'s agent on this node"),
+    };
     format!(
-        "The CNI agent attached through a cgroup2 mount rooted at its own container (it runs in a private cgroup \
-         namespace). Remount cgroup2 at the CNI's path from PID 1's namespaces and detach what landed below the root \
-         (`agent remount{path} --apply --detach-misattached --unpin-stale-links`),{own} then {restart} so it \
-         re-attaches at the root."
+        "{title} attached through a cgroup2 mount rooted at its own container (its agent runs in a private cgroup \
+         namespace, or mounted cgroup2 from one).{remount}{own} then {restart} so it re-attaches at the root."
     )
 }
 
-/// The CNI a finding's programs belong to, for its fix text.
+/// The fix for a finding about `owner`'s programs (a root owner's).
 pub(super) fn fix_for(snap: &Snapshot, owner: Option<Owner>) -> String {
-    remount_fix(owner.and_then(Owner::cni), &snap.node)
+    remount_fix(owner.filter(|o| o.intends_root()), &snap.node)
 }
 
-/// What lasts where the CNI's agent runs under Docker (cri-dockerd): its
+/// What lasts where an owner's agent runs under Docker (cri-dockerd): its
 /// containers get a private cgroup namespace by default on cgroup v2, so
 /// every start of the agent's container mounts cgroup2 from there again.
 pub const DOCKER_FIX: &str = "The agent's container runs under Docker, which gives containers a private cgroup namespace by \
@@ -366,7 +391,7 @@ pub const DOCKER_FIX: &str = "The agent's container runs under Docker, which giv
      the container with `--cgroupns=host`), so that the agent's next start mounts cgroup2 from the node's namespace.";
 
 impl Finding {
-    /// The runtime's own lasting fix, after the CNI's, where the runtime
+    /// The runtime's own lasting fix, after the owner's, where the runtime
     /// that runs the finding's container has one.
     fn with_runtime_fix(mut self) -> Finding {
         if self.runtime == Some("docker") {
@@ -397,22 +422,6 @@ pub(super) fn where_(snap: &Snapshot, a: &Attribution, cgroup: &str) -> String {
     }
 }
 
-/// Socket-LB hooks each CNI uses: those its programs are attached to
-/// anywhere. Never what is merely loaded or pinned with a CNI's name
-/// (anyone with CAP_BPF can load a `cil_sock4_connect` and pin it in
-/// Cilium's directory): a pinned link whose cgroup is gone is a
-/// `defunct_link`, not a socket-LB hook in use.
-pub(super) fn cni_hooks(snap: &Snapshot, policy: &Policy) -> BTreeMap<Owner, BTreeSet<AttachType>> {
-    let mut hooks: BTreeMap<Owner, BTreeSet<AttachType>> = BTreeMap::new();
-    for a in snap.attachments.iter().filter(|a| a.attach_type.is_socket_lb()) {
-        let owner = owner_of(snap, a.prog_id, Some(a.attach_type), policy);
-        if owner.is_cni() {
-            hooks.entry(owner).or_default().insert(a.attach_type);
-        }
-    }
-    hooks
-}
-
 pub(super) fn place(snap: &Snapshot, cgroup: &str) -> String {
     if cgroup == "/" { "the root cgroup".to_owned() } else { where_(snap, &attribute(cgroup), cgroup) }
 }
@@ -423,11 +432,6 @@ pub(super) fn at_root(snap: &Snapshot, a: &Attachment) -> bool {
 
 pub(super) fn unix_ms_text(ms: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
-}
-
-/// The running, privileged agents of `cni`.
-pub(super) fn agents(snap: &Snapshot, cni: Cni) -> impl Iterator<Item = &crate::snapshot::CniProcess> {
-    snap.cni_processes.iter().filter(move |p| p.cni == cni && p.privileged)
 }
 
 /// The pods and containers `found` names, for `scan::names` to look up.
@@ -461,34 +465,48 @@ pub fn names_wanted(found: &[Finding]) -> NamesWanted {
 /// Applies every rule.
 pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
-    let attachers = Attachers::new(snap);
-    below_root::below_root(snap, policy, &attachers, &mut out);
-    let hooks = cni_hooks(snap, policy);
-    missing_at_root::missing_at_root(snap, policy, &hooks, &mut out);
-    pods_without::pods_without(snap, policy, &hooks, &mut out);
+    let cx = Ctx::new(snap, policy);
+    below_root::below_root(&cx, &mut out);
+    let hooks = cx.root_hooks();
+    missing_at_root::missing_at_root(&cx, &hooks, &mut out);
+    pods_without::pods_without(&cx, &hooks, &mut out);
     mount_not_root::mounts_not_root(snap, &mut out);
-    defunct_link::defunct_links(snap, policy, &mut out);
-    duplicates::duplicates(snap, policy, &mut out);
-    crowded_hooks::crowded_hooks(snap, policy, &mut out);
-    configured_not_attached::configured_not_attached(snap, policy, &mut out);
-    leftovers::leftovers(snap, policy, &mut out);
-    foreign_on_cni_hook::foreign_on_cni_hooks(snap, policy, &hooks, &attachers, &mut out);
-    v1_net_conflict::v1_net_conflict(snap, policy, &mut out);
-    // A CNI agent in a private cgroupns is normal when its init container
-    // mounted cgroup2 from the host's namespaces; it only explains a problem.
-    if out.iter().any(|f| f.severity == Severity::Critical) {
-        cni_agent_cgroupns::cni_agents(snap, &mut out);
-    }
-    out.sort_by(|a, b| {
-        (a.severity, a.kind, &a.cgroup, a.attach_type, a.prog_id).cmp(&(
-            b.severity,
-            b.kind,
-            &b.cgroup,
-            b.attach_type,
-            b.prog_id,
-        ))
-    });
+    defunct_link::defunct_links(&cx, &mut out);
+    duplicates::duplicates(&cx, &mut out);
+    crowded_hooks::crowded_hooks(&cx, &mut out);
+    configured_not_attached::configured_not_attached(&cx, &mut out);
+    leftovers::leftovers(&cx, &mut out);
+    foreign_on_cni_hook::foreign_on_cni_hooks(&cx, &hooks, &mut out);
+    conflicts::conflicts(&cx, &mut out);
+    v1_net_conflict::v1_net_conflict(&cx, &mut out);
+    // An agent in a private cgroupns is normal when its init container
+    // mounted cgroup2 from the host's namespaces; it only explains a problem
+    // of its owner's.
+    let about: BTreeSet<Owner> = out
+        .iter()
+        .filter(|f| f.severity == Severity::Critical || f.kind == Kind::RootHookBelowRoot)
+        .filter_map(|f| f.owner.filter(|o| o.intends_root()))
+        .collect();
+    cni_agent_cgroupns::cni_agents(&cx, &about, &mut out);
+    out.sort_by(order);
     out
+}
+
+/// The order findings are reported, listed and exported in: by severity
+/// and kind, then the known owners' before the unknown (nothing a tenant
+/// attaches can push an owner's finding past a cap: issue 36's red team
+/// hid Cilium's misattachment behind 64 BestEffort cgroups, whose paths
+/// sort first), then by place.
+pub fn order(a: &Finding, b: &Finding) -> std::cmp::Ordering {
+    let unknown = |f: &Finding| f.owner == Some(Owner::Unknown);
+    (a.severity, a.kind, unknown(a), &a.cgroup, a.attach_type, a.prog_id).cmp(&(
+        b.severity,
+        b.kind,
+        unknown(b),
+        &b.cgroup,
+        b.attach_type,
+        b.prog_id,
+    ))
 }
 
 /// Why the audit could not see everything it judges, if it could not: a
@@ -503,10 +521,7 @@ pub fn incomplete(snap: &Snapshot) -> Option<String> {
     if snap.root.kind == RootKind::Namespaced {
         return Some(snap.root.note.clone().unwrap_or_else(|| "the audit saw only a namespaced view".to_owned()));
     }
-    if snap.root.kind == RootKind::Pid1Namespace
-        && !snap.nested_node
-        && snap.pods.is_empty()
-        && snap.cni_processes.is_empty()
+    if snap.root.kind == RootKind::Pid1Namespace && !snap.nested_node && snap.pods.is_empty() && snap.agents.is_empty()
     {
         return Some(format!(
             "PID 1's cgroup namespace is not the initial one (its root is cgroup id {}) and nothing of a Kubernetes \
@@ -524,9 +539,11 @@ pub(super) fn sees_node_processes(snap: &Snapshot) -> bool {
     matches!(snap.pid_view, PidView::Node { .. })
 }
 
-/// Attachments with their owners, for reports.
-pub fn owned<'a>(snap: &'a Snapshot, policy: &'a Policy) -> impl Iterator<Item = (&'a Attachment, Owner)> + 'a {
-    snap.attachments.iter().map(move |a| (a, owner_of(snap, a.prog_id, Some(a.attach_type), policy)))
+/// Each attachment's owner, in the snapshot's order, for reports and
+/// metrics.
+pub fn owned(snap: &Snapshot, policy: &Policy) -> Vec<crate::owner::Owned> {
+    let cx = Ctx::new(snap, policy);
+    snap.attachments.iter().map(|a| cx.owned(a)).collect()
 }
 
 #[cfg(test)]

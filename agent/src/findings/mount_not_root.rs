@@ -1,4 +1,4 @@
-//! `cgroup_mount_not_root`: a cgroup2 mount in PID 1's mount namespace whose top is not the root (the cause of the seed).
+//! `cgroup_mount_not_root`: a cgroup2 mount in PID 1's mount namespace whose top is not the root (the cause of the seed), critical at an owner's mount point.
 
 use super::*;
 
@@ -11,15 +11,16 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
         if *cgroup_id == snap.root.cgroup_id {
             continue;
         }
-        let cni = Cni::from_mount_point(&m.mount_point);
-        let severity = if cni.is_some() { Severity::Critical } else { Severity::Warning };
+        let owner = Owner::from_mount_point(&m.mount_point);
+        let severity = if owner.is_some() { Severity::Critical } else { Severity::Warning };
         let message = format!(
             "cgroup2 is mounted at {mp} in PID 1's mount namespace, but the mount's top is cgroup {cgroup} (id {cgroup_id}), not the root: \
              it was mounted from inside a private cgroup namespace. {consequence}",
             mp = m.mount_point.display(),
-            consequence = match cni {
-                Some(c) => format!(
-                    "{c} attaches its socket-LB programs to the top of this mount, so they land on that cgroup instead of the root."
+            consequence = match owner {
+                Some(o) => format!(
+                    "{} attaches its programs to the top of this mount, so they land on that cgroup instead of the root.",
+                    o.title()
                 ),
                 None => "Anything that attaches programs through this mount attaches below the root.".to_owned(),
             }
@@ -27,7 +28,7 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
         let message = match &m.shadowed_by {
             Some(over) => format!(
                 "{message} The mount is hidden under {over}, mounted over it later: what that path shows now is not \
-                 this mount, but a CNI agent that opened it before (or holds it open) still attaches through it."
+                 this mount, but an agent that opened it before (or holds it open) still attaches through it."
             ),
             None => message,
         };
@@ -36,17 +37,17 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
             "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
              (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`)"
         );
-        match cni {
-            Some(c) => remediation.push_str(&format!(
+        match owner.and_then(Owner::spec) {
+            Some(spec) => remediation.push_str(&format!(
                 "; then {} and on Docker hosts consider \
                  `\"default-cgroupns-mode\": \"host\"`.",
-                c.mount_advice()
+                spec.fix
             )),
             None => remediation.push_str("; on Docker hosts consider `\"default-cgroupns-mode\": \"host\"`."),
         }
         let mut f = Finding::new(Kind::CgroupMountNotRoot, severity, message, remediation).at_cgroup(cgroup, snap);
         f.mount_point = Some(m.mount_point.display().to_string());
-        f.owner = cni.map(Cni::owner);
+        f.owner = owner;
         out.push(f);
     }
 }

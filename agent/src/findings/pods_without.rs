@@ -52,32 +52,26 @@ pub struct UncoveredContainer {
 /// (thousands, each judged again on every change in the daemon); and what
 /// each distinct effective set lacks, worked out once per set (cgroups
 /// share their set when it is the same: `snapshot::Shared`).
-struct Owned(Vec<(AttachType, Vec<u32>)>, HashMap<*const Effective, Vec<AttachType>>);
+struct OwnerPrograms(Vec<(AttachType, Vec<u32>)>, HashMap<*const Effective, Vec<AttachType>>);
 
-impl Owned {
-    fn new(snap: &Snapshot, policy: &Policy, owner: Owner, hooks: &[AttachType]) -> Owned {
-        Owned(
-            hooks
-                .iter()
-                .map(|&t| {
-                    let ids = snap
-                        .programs
-                        .keys()
-                        .copied()
-                        .filter(|&id| owner_of(snap, id, Some(t), policy) == owner)
-                        .collect();
-                    (t, ids)
-                })
-                .collect(),
-            HashMap::new(),
-        )
+impl OwnerPrograms {
+    /// A program is in effect somewhere only when it is attached on that
+    /// hook somewhere: the owner's are its proven attachments.
+    fn new(cx: &Ctx<'_>, owner: Owner, hooks: &[AttachType]) -> OwnerPrograms {
+        let mut ids: Vec<(AttachType, Vec<u32>)> = hooks.iter().map(|&t| (t, Vec::new())).collect();
+        for (a, _) in cx.attachments().filter(|(_, o)| o.owner == owner) {
+            if let Some((_, v)) = ids.iter_mut().find(|(t, _)| *t == a.attach_type) {
+                v.push(a.prog_id);
+            }
+        }
+        OwnerPrograms(ids, HashMap::new())
     }
 
     /// The hooks on which none of the owner's programs is in `effective`.
     /// (The address is a key only while the snapshot, which holds every
     /// set, is borrowed: no set is freed or made meanwhile.)
     fn lacking(&mut self, effective: &Shared) -> &[AttachType] {
-        let Owned(owned, memo) = self;
+        let OwnerPrograms(owned, memo) = self;
         memo.entry(std::sync::Arc::as_ptr(effective)).or_insert_with(|| {
             owned
                 .iter()
@@ -126,7 +120,7 @@ impl<'a> OwnPrograms<'a> {
 
 /// How one pod fares under an owner's socket LB; `None` when every place
 /// its processes are has the CNI's programs in effect.
-fn uncovered(snap: &Snapshot, owned: &mut Owned, own: &OwnPrograms, pod: &PodCgroup) -> Option<UncoveredPod> {
+fn uncovered(snap: &Snapshot, owned: &mut OwnerPrograms, own: &OwnPrograms, pod: &PodCgroup) -> Option<UncoveredPod> {
     let at_pod = owned.lacking(&pod.effective).to_vec();
     let inherited = !own.below(&pod.cgroup);
     if inherited && at_pod.is_empty() {
@@ -183,18 +177,17 @@ fn described(p: &UncoveredPod, all: usize) -> String {
     format!("{who} [{how}{} {}]", if parts.len() == 1 { "" } else { "s" }, parts.join("; "))
 }
 
-pub(super) fn pods_without(
-    snap: &Snapshot,
-    policy: &Policy,
-    hooks: &BTreeMap<Owner, BTreeSet<AttachType>>,
-    out: &mut Vec<Finding>,
-) {
-    for (owner, types) in hooks {
+/// For each socket load balancer (`Owner::balances_sockets`) proven to use
+/// `hooks`, the pods without its programs there. Never for a program
+/// nobody is proven to own.
+pub(super) fn pods_without(cx: &Ctx<'_>, hooks: &BTreeMap<Owner, BTreeSet<AttachType>>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    for (owner, types) in hooks.iter().filter(|(o, _)| o.balances_sockets()) {
         let judged: Vec<AttachType> = types.iter().copied().filter(|t| coverage::is_coverage_hook(*t)).collect();
         if judged.is_empty() {
             continue;
         }
-        let mut owned = Owned::new(snap, policy, *owner, &judged);
+        let mut owned = OwnerPrograms::new(cx, *owner, &judged);
         let own = OwnPrograms::new(snap, &judged);
         let pods: Vec<(usize, UncoveredPod)> = snap
             .pods
@@ -211,7 +204,7 @@ pub(super) fn pods_without(
              are not translated. Pods: {list}",
             n = pods.len(),
             total = snap.pods.len(),
-            o = owner.as_str(),
+            o = owner.title(),
             hooks = judged.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
             partly = if partly > 0 { format!("; {partly} of them only in some containers") } else { String::new() },
             list = pods.iter().map(|(n, p)| described(p, *n)).collect::<Vec<_>>().join(", "),
@@ -278,8 +271,9 @@ mod tests {
         attach(&mut s, &ctr.cgroup, ctr.cgroup_id, "connect4", 99);
         attach(&mut s, &ctr.cgroup, ctr.cgroup_id, "connect6", 99);
         let all = evaluate(&s, &Policy::default());
-        // The program at the container is also one below the root.
-        assert_eq!(kinds(&all), ["socket_lb_below_root", "pods_without_socket_lb"]);
+        // The program at the container is also one below the root: nobody's
+        // proven, so a warning, after the critical.
+        assert_eq!(kinds(&all), ["pods_without_socket_lb", "socket_lb_below_root"]);
         let f: Vec<Finding> = all.into_iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).collect();
         assert_eq!(f[0].count, Some(3));
         let uids: Vec<&str> = f[0].pods.iter().map(|p| p.uid.as_str()).collect();

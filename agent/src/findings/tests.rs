@@ -3,7 +3,7 @@ pub(crate) use super::*;
 pub(crate) use crate::bpf::ProgType;
 pub(crate) use crate::bpf::sys::CgroupLinkInfo;
 pub(crate) use crate::fixtures::*;
-pub(crate) use crate::snapshot::{CgroupMount, CniPin, V1NetController};
+pub(crate) use crate::snapshot::{CgroupMount, OwnerPin, V1NetController};
 
 pub(crate) fn kinds(f: &[Finding]) -> Vec<&'static str> {
     f.iter().map(|f| f.kind.as_str()).collect()

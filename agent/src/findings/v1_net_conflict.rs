@@ -20,11 +20,15 @@ fn below_real_root(snap: &Snapshot, a: &Attachment) -> bool {
     a.cgroup_id != snap.root.cgroup_id || snap.root.cgroup_id != ROOT_CGROUP_ID
 }
 
-pub(super) fn v1_net_conflict(snap: &Snapshot, policy: &Policy, out: &mut Vec<Finding>) {
+pub(super) fn v1_net_conflict(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
     let Some(sm) = &snap.socket_matching else { return };
     let Some(in_use) = sm.in_use.as_deref().filter(|_| sm.kernel_lacks_fix) else { return };
-    let voided: Vec<&Attachment> = owned(snap, policy)
-        .filter(|(a, o)| o.is_cni() && a.attach_type.is_socket_lb() && below_real_root(snap, a))
+    let voided: Vec<&Attachment> = cx
+        .attachments()
+        .filter(|(a, o)| {
+            o.owner.intends_root() && o.proof.is_some() && a.attach_type.is_socket_address() && below_real_root(snap, a)
+        })
         .map(|(a, _)| a)
         .collect();
     if voided.is_empty() {
@@ -34,18 +38,25 @@ pub(super) fn v1_net_conflict(snap: &Snapshot, policy: &Policy, out: &mut Vec<Fi
     let message = format!(
         "This kernel ({kernel}) lacks commit 8520e224f547 (its cgroup_sk_alloc_disable is in /proc/kallsyms) and cgroup v1 \
          net_cls/net_prio were used ({in_use}): since then every new socket belongs to the cgroup-v2 root, not to its own \
-         cgroup, so the {n} CNI socket-LB programs attached below the hierarchy's real root ({where_}) run for no socket at \
+         cgroup, so the {n} socket-address programs of {owners} attached below the hierarchy's real root ({where_}) run for no socket at \
          all: pods' connections to Service IPs are not translated. (Writing net_cls.classid, net_prio.ifpriomap, or a task \
          joining a net_prio cgroup does it, for the rest of the boot; programs at the real root keep running.)",
         kernel = snap.kernel,
         n = voided.len(),
+        owners = {
+            let mut o: Vec<&str> = voided.iter().map(|a| cx.owner(a).title()).collect();
+            o.sort_unstable();
+            o.dedup();
+            o.join(", ")
+        },
         where_ = cgroups.into_iter().map(|c| place(snap, c)).collect::<Vec<_>>().join(", "),
     );
-    let remediation = "Attach the CNI's socket-LB programs at the hierarchy's real root (on a nested node, run the CNI \
+    let remediation =
+        "Attach the owner's socket programs at the hierarchy's real root (on a nested node, run its agent \
         with the host's cgroup namespace), or stop using net_cls/net_prio (boot with a unified cgroup hierarchy) and \
-        reboot, or run a kernel with commit 8520e224f547 (5.15+, 5.10.226+, or a vendor backport); then restart the CNI \
+        reboot, or run a kernel with commit 8520e224f547 (5.15+, 5.10.226+, or a vendor backport); then restart its \
         agent."
-        .to_owned();
+            .to_owned();
     let mut f = Finding::new(Kind::CgroupV1NetControllerConflict, Severity::Critical, message, remediation);
     f.count = Some(voided.len() as u64);
     out.push(f);

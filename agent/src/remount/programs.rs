@@ -1,6 +1,8 @@
 //! Programs already attached to the wrong cgroup, and pinned links that would
-//! bring them back: found, and (only with --apply) removed. Only CNI-owned
-//! socket-LB programs are ever touched.
+//! bring them back: found, and (only with --apply) removed. Only programs
+//! proven to be those of an owner that means them for the root (its agent
+//! holds them, its pin, its attach call, its own cgroup or mount) are ever
+//! touched; a program merely named like one's never is.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use crate::bpf::sys;
 use crate::bpf::{pins, programs};
 use crate::cgroup::by_id::{ReopenError, reopen};
 use crate::findings::{self, Policy};
-use crate::owner::{Cni, Owner, classify};
+use crate::owner::{Owner, makes, registry};
 use crate::snapshot::Snapshot;
 
 /// What became of one planned detach or unpin. In JSON: `dry_run`, `done`,
@@ -77,12 +79,13 @@ fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// CNI-owned socket-LB programs attached below the root, in an audit of the
-/// whole node: every one of them (the rule's finding lists only some).
+/// Root owners' programs attached below the root, proven theirs, in an
+/// audit of the whole node: every one of them (the rules' findings list
+/// only some).
 pub fn misattached(snap: &Snapshot, allow: &[String]) -> Vec<Detach> {
-    let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
+    let policy = Policy { allow: allow.to_vec() };
     findings::misplaced(snap, &policy)
-        .filter(|(_, owner)| owner.is_cni())
+        .into_iter()
         .map(|(a, owner)| Detach {
             cgroup: a.cgroup.clone(),
             cgroup_id: a.cgroup_id,
@@ -154,25 +157,47 @@ pub fn detach(root: &Path, d: &Detach) -> Result<(), DetachError> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Unpin {
     pub pin: PathBuf,
+    /// The owner whose pin directory it is in.
+    pub owner: Owner,
     pub link_id: u32,
     pub prog_id: u32,
     pub prog_name: String,
     /// 0: the cgroup is gone (defunct link).
     pub cgroup_id: u64,
     pub result: Applied,
-    /// The pin's name and inode in Cilium's directory: what `unpin` removes.
+    /// The pin's directory (below bpffs), name and inode: what `unpin`
+    /// removes.
+    #[serde(skip)]
+    dir: &'static str,
     #[serde(skip)]
     name: std::ffi::OsString,
     #[serde(skip)]
     ino: u64,
 }
 
-/// Cilium's pinned cgroup links that point anywhere but the root, in the
-/// bpffs `bpffs` (shown as `shown`). No pin directory is not an error:
-/// Cilium may not use links.
+/// The pinned cgroup links of the owners that mean their programs for the
+/// root (Cilium's, Kmesh's: reused on restart) that point anywhere but the
+/// root, in the bpffs `bpffs` (shown as `shown`). A missing pin directory
+/// is not an error: the owner may not run here, or not use links.
 pub fn stale_pins(bpffs: BorrowedFd<'_>, shown: &Path, root_id: u64, allow: &[String]) -> Result<Vec<Unpin>, String> {
-    let pinned = pins::pinned(bpffs, shown, Cni::Cilium.pin_dir()).map_err(|e| e.to_string())?;
-    let policy = Policy { allow: allow.to_vec(), ..Policy::default() };
+    let mut out = Vec::new();
+    for spec in registry::OWNERS.iter().filter(|s| s.owner.intends_root()) {
+        for dir in spec.pin_dirs {
+            out.extend(stale_in(bpffs, shown, root_id, allow, spec.owner, dir)?);
+        }
+    }
+    Ok(out)
+}
+
+fn stale_in(
+    bpffs: BorrowedFd<'_>,
+    shown: &Path,
+    root_id: u64,
+    allow: &[String],
+    owner: Owner,
+    dir: &'static str,
+) -> Result<Vec<Unpin>, String> {
+    let pinned = pins::pinned(bpffs, shown, dir).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for p in pinned {
         let Some(link) = p.link else { continue };
@@ -184,11 +209,16 @@ pub fn stale_pins(bpffs: BorrowedFd<'_>, shown: &Path, root_id: u64, allow: &[St
         let _ = programs::resolve_full_names(&mut one, [link.prog_id]);
         let Some(prog) = one.remove(&link.prog_id) else { continue };
         let t = AttachType::from_kernel(link.attach_type);
-        if !classify(&prog.name, prog.prog_type, t, &policy).is_cni() {
+        // Its program must be one the owner makes, and not one the user
+        // allowed.
+        let allowed = !prog.name.is_empty() && allow.iter().any(|a| prog.name.starts_with(a.as_str()));
+        if allowed || !makes(owner, &prog.name, prog.prog_type, t) {
             continue;
         }
         out.push(Unpin {
             pin: p.path,
+            owner,
+            dir,
             link_id: link.link_id,
             prog_id: link.prog_id,
             prog_name: prog.name,
@@ -205,5 +235,5 @@ pub fn stale_pins(bpffs: BorrowedFd<'_>, shown: &Path, root_id: u64, allow: &[St
 /// directory swapped for a link since the plan cannot point it elsewhere),
 /// and only if the name still holds the object planned.
 pub fn unpin(bpffs: BorrowedFd<'_>, shown: &Path, u: &Unpin) -> Result<(), String> {
-    pins::remove(bpffs, shown, Cni::Cilium.pin_dir(), &u.name, u.ino).map_err(|e| e.to_string())
+    pins::remove(bpffs, shown, u.dir, &u.name, u.ino).map_err(|e| e.to_string())
 }

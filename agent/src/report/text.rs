@@ -63,10 +63,10 @@ impl Report {
             let at_root: BTreeSet<(Owner, AttachType)> = self
                 .attachments
                 .iter()
-                .filter(|a| a.cgroup == "/" && a.owner.is_cni() && a.attach_type.is_socket_lb())
+                .filter(|a| a.cgroup == "/" && a.owner.balances_sockets() && a.attach_type.is_socket_address())
                 .map(|a| (a.owner, a.attach_type))
                 .collect();
-            let owners: BTreeSet<&str> = at_root.iter().map(|(o, _)| o.as_str()).collect();
+            let owners: BTreeSet<&str> = at_root.iter().map(|(o, _)| o.title()).collect();
             let mut line = if at_root.is_empty() {
                 "OK: no socket-LB programs on this node, none misplaced".to_owned()
             } else {

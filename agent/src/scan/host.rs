@@ -17,9 +17,8 @@ use crate::cgroup::root::{self, ROOT_CGROUP_ID};
 use crate::cgroup::tree::ProcessRef;
 use crate::cgroup::{AuditRoot, RootKind};
 use crate::mounts::Mount;
-use crate::owner::Cni;
-use crate::snapshot::{CgroupMount, CniPin, CniProcess, Intent, MountTop, PidView, ScanError};
-use strum::IntoEnumIterator;
+use crate::owner::Owner;
+use crate::snapshot::{AgentProcess, CgroupMount, Intent, MountTop, OwnerPin, PidView, ScanError};
 
 const CAP_NET_ADMIN: u32 = 12;
 const CAP_SYS_ADMIN: u32 = 21;
@@ -197,37 +196,36 @@ pub fn pid_view(proc: &Path, nested_node: bool) -> PidView {
     ))
 }
 
-/// For each of `programs`, a process that holds it open, among those whose
-/// command is a known holder's (`owner::HOLDERS`): (program id, command),
-/// from `/proc/<pid>/fdinfo/*` (`prog_id:` of a program's or a link's
-/// descriptor). Only those few processes are read: they are where the
-/// programs of node agents that no name identifies live.
-pub fn holders(proc: &Path, programs: &std::collections::BTreeSet<u32>) -> std::collections::BTreeMap<u32, String> {
-    let mut found = std::collections::BTreeMap::new();
-    if programs.is_empty() {
-        return found;
-    }
-    let Ok(entries) = fs::read_dir(proc) else { return found };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit())) {
+/// The programs process `dir` holds open: the `prog_id` of each of its
+/// program and link descriptors (`/proc/<pid>/fdinfo/*`; the kernel writes
+/// these, the process cannot make them block). At most `MAX_HELD`.
+fn held(dir: &Path) -> Vec<u32> {
+    let Ok(fds) = fs::read_dir(dir.join("fd")) else { return Vec::new() };
+    let mut ids = Vec::new();
+    for fd in fds.flatten() {
+        // Only programs and links (`anon_inode:bpf-prog`,
+        // `anon_inode:bpf_link`: the kernel's names), whose fdinfo says
+        // `prog_id:`.
+        let Ok(target) = fs::read_link(fd.path()) else { continue };
+        if !matches!(target.as_os_str().as_encoded_bytes(), b"anon_inode:bpf-prog" | b"anon_inode:bpf_link") {
             continue;
         }
-        let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else { continue };
-        let comm = comm.trim();
-        if !crate::owner::HOLDERS.iter().any(|(c, _)| *c == comm) {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(entry.path().join("fdinfo")) else { continue };
-        for fd in fds.flatten() {
-            let Ok(info) = fs::read_to_string(fd.path()) else { continue };
-            let id = info.lines().find_map(|l| l.strip_prefix("prog_id:")).and_then(|v| v.trim().parse::<u32>().ok());
-            if let Some(id) = id.filter(|id| programs.contains(id)) {
-                found.entry(id).or_insert_with(|| comm.to_owned());
+        let Ok(info) = fs::read_to_string(dir.join("fdinfo").join(fd.file_name())) else { continue };
+        if let Some(id) = info.lines().find_map(|l| l.strip_prefix("prog_id:")).and_then(|v| v.trim().parse().ok()) {
+            ids.push(id);
+            if ids.len() >= MAX_HELD {
+                break;
             }
         }
     }
-    found
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
+
+/// The most programs read of one agent's descriptors: a CNI agent holds
+/// a few hundred.
+const MAX_HELD: usize = 4096;
 
 /// The node's own user namespace: PID 1's, else (when PID 1's cannot be
 /// looked at) the auditor's, which as a DaemonSet or on the host is the
@@ -243,40 +241,44 @@ fn ns_id(proc: &Path, kind: &str) -> Option<(u64, u64)> {
     id(&proc.join("1/ns").join(kind)).or_else(|| id(&Path::new("/proc/self/ns").join(kind)))
 }
 
-/// Why a process named like a CNI's agent is not taken for it, if it is not:
-/// a CNI agent runs with the node's network (hostNetwork: it configures
-/// the node's routes and devices) and holds CAP_NET_ADMIN and CAP_SYS_ADMIN
-/// or CAP_BPF, all in the node's own namespaces. Anyone can name a process;
-/// a pod with CAP_BPF alone, or root in a user or network namespace of its
-/// own, is not Cilium.
+/// Why a process named like an owner's agent is not taken for it, if it is
+/// not, by what the registry says the agent runs with (`owner::Runs`):
+/// CAP_SYS_ADMIN or CAP_BPF in the node's user namespace for every agent,
+/// and for those that run with hostNetwork (CNI agents: they configure the
+/// node's routes and devices) CAP_NET_ADMIN in the node's network namespace
+/// too. Anyone can name a process; a pod with CAP_BPF alone, or root in a
+/// user or network namespace of its own, is not Cilium.
 fn not_an_agent(
     dir: &Path,
     pid: u32,
     comm: &str,
-    cni: Cni,
+    owner: Owner,
     userns: Option<(u64, u64)>,
     netns: Option<(u64, u64)>,
 ) -> Option<String> {
-    let not = |why: &str| Some(format!("pid {pid} is named {comm} but {why}: not taken for {cni}'s agent"));
+    let not = |why: &str| Some(format!("pid {pid} is named {comm} but {why}: not taken for {}'s agent", owner.title()));
     let own = |kind: &str| fs::metadata(dir.join("ns").join(kind)).ok().map(|m| (m.dev(), m.ino()));
     let caps = capeff(dir).unwrap_or(0);
     if caps & (1 << CAP_SYS_ADMIN | 1 << CAP_BPF) == 0 {
         return not("holds neither CAP_SYS_ADMIN nor CAP_BPF");
     }
-    if caps & (1 << CAP_NET_ADMIN) == 0 {
-        return not("lacks CAP_NET_ADMIN, which a CNI agent needs for the node's network");
-    }
     if userns.is_none() || own("user") != userns {
         return not("holds its capabilities only in a user namespace of its own");
     }
-    if netns.is_none() || own("net") != netns {
-        return not("runs in a network namespace other than the node's (CNI agents run with hostNetwork)");
+    if owner.spec().is_some_and(|s| s.runs == crate::owner::Runs::HostNetwork) {
+        if caps & (1 << CAP_NET_ADMIN) == 0 {
+            return not("lacks CAP_NET_ADMIN, which it needs for the node's network");
+        }
+        if netns.is_none() || own("net") != netns {
+            return not("runs in a network namespace other than the node's (its agent runs with hostNetwork)");
+        }
     }
     None
 }
 
-/// The running CNI agents (by command name) and their cgroup namespaces.
-pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<CniProcess> {
+/// The owners' agents running (by command name), their cgroup namespaces,
+/// what they hold, and (Cilium's, Calico's) what their configuration says.
+pub fn agent_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<AgentProcess> {
     let initial = initial_userns(proc);
     let netns = ns_id(proc, "net");
     let mut out = Vec::new();
@@ -296,30 +298,33 @@ pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<Sc
         let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
         let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else { continue };
         let comm = comm.trim();
-        let Some(cni) = Cni::from_agent_comm(comm) else { continue };
+        let Some(owner) = Owner::from_agent_comm(comm) else { continue };
         // NB: the process may exit between reads; skip it then.
         let (Some(ns), Some(cgroup)) = (ns_inode(&entry.path().join("ns/cgroup")), proc_cgroup(proc, pid)) else {
             continue;
         };
         let pid: u32 = pid.parse().unwrap_or(0);
-        let refused = not_an_agent(&entry.path(), pid, comm, cni, initial, netns);
+        let refused = not_an_agent(&entry.path(), pid, comm, owner, initial, netns);
         let privileged = refused.is_none();
+        let holds = if privileged { held(&entry.path()) } else { Vec::new() };
         let intent = match refused {
-            None => {
+            None if matches!(owner, Owner::Cilium | Owner::Calico) => {
                 let proc = proc.to_owned();
-                deadline::start(pid, move || intent::read(&proc, pid, cni)).map_err(|why| why.to_string())
+                deadline::start(pid, move || intent::read(&proc, pid, owner)).map_err(|why| why.to_string())
             }
+            None => Err(format!("{}'s configuration is not read", owner.title())),
             Some(why) => Err(why),
         };
         reading.push((
-            CniProcess {
+            AgentProcess {
                 pid,
-                cni,
+                owner,
                 comm: comm.to_owned(),
                 cgroupns: ns,
                 cgroup,
                 privileged,
                 intent: Intent::unknown(""),
+                holds,
             },
             intent,
         ));
@@ -339,9 +344,9 @@ pub fn cni_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<Sc
 /// nothing when bpffs is not mounted there or cannot be reached. Read
 /// under the deadline of untrusted reads: the directories are others' to
 /// write (see `bpf::pins`).
-pub fn cni_pins(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<CniPin> {
+pub fn owner_pins(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanError>) -> Vec<OwnerPin> {
     let root = root::in_root_of(proc, 1, Path::new("/"));
-    type PerCni = Vec<(Cni, Result<Vec<pins::Pinned>, String>)>;
+    type PerCni = Vec<(Owner, &'static str, Result<Vec<pins::Pinned>, String>)>;
     let read = move || -> Result<PerCni, String> {
         let bpffs = match pins::open_bpffs_in(&root) {
             Ok(fd) => fd,
@@ -350,8 +355,10 @@ pub fn cni_pins(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanErr
             Err(e) => return Err(e.to_string()),
         };
         let shown = Path::new("/sys/fs/bpf");
-        Ok(Cni::iter()
-            .map(|cni| (cni, pins::pinned(bpffs.as_fd(), shown, cni.pin_dir()).map_err(|e| e.to_string())))
+        Ok(crate::owner::registry::OWNERS
+            .iter()
+            .flat_map(|s| s.pin_dirs.iter().map(move |d| (s.owner, *d)))
+            .map(|(owner, dir)| (owner, dir, pins::pinned(bpffs.as_fd(), shown, dir).map_err(|e| e.to_string())))
             .collect())
     };
     let read = match deadline::within(1, budget, read) {
@@ -361,16 +368,16 @@ pub fn cni_pins(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<ScanErr
     let mut out = Vec::new();
     match read {
         Ok(per_cni) => {
-            for (cni, pinned) in per_cni {
+            for (owner, dir, pinned) in per_cni {
                 match pinned {
-                    Ok(p) => out.extend(p.into_iter().map(|p| CniPin {
-                        cni,
+                    Ok(p) => out.extend(p.into_iter().map(|p| OwnerPin {
+                        owner,
                         path: p.path,
                         prog_id: p.prog_id,
                         link_id: p.link.map(|l| l.link_id),
                     })),
                     Err(message) => {
-                        let path = Path::new("/sys/fs/bpf").join(cni.pin_dir()).display().to_string();
+                        let path = Path::new("/sys/fs/bpf").join(dir).display().to_string();
                         errors.push(ScanError { op: "read".into(), path, message });
                     }
                 }

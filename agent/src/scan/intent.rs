@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
-use crate::owner::Cni;
+use crate::owner::Owner;
 use crate::snapshot::{Intent, SocketLb};
 
 /// Cilium's default `--config-dir` (its DaemonSet mounts the ConfigMap there).
@@ -28,11 +28,14 @@ const MAX_VALUE: usize = 256;
 /// An environment larger than this is not read.
 const MAX_ENVIRON: u64 = 1 << 20;
 
-pub fn read(proc: &Path, pid: u32, cni: Cni) -> Intent {
+/// What `owner`'s agent's configuration says (Cilium's and Calico's are
+/// read; the others' say nothing about socket LB the rules use).
+pub fn read(proc: &Path, pid: u32, owner: Owner) -> Intent {
     let dir = proc.join(pid.to_string());
-    match cni {
-        Cni::Cilium => cilium(&dir),
-        Cni::Calico => calico(&dir),
+    match owner {
+        Owner::Cilium => cilium(&dir),
+        Owner::Calico => calico(&dir),
+        other => Intent::unknown(format!("{}'s configuration is not read", other.title())),
     }
 }
 

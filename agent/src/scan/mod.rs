@@ -239,17 +239,21 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     // One deadline for every read of what others control in this pass.
     let budget = deadline::Budget::new(deadline::READ_DEADLINE);
-    let cni_pins = host::cni_pins(&opts.proc, &budget, &mut errors);
+    let pins = host::owner_pins(&opts.proc, &budget, &mut errors);
     let programs::Links { cgroup: cgroup_links, skipped: links_skipped, unreadable: unreadable_links } =
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
+    let agents = host::agent_processes(&opts.proc, &budget, &mut errors);
     // Full names only where the audit shows them: attached, linked and
-    // pinned programs (the rules classify them by name).
+    // pinned programs, and the sk_msg programs owners' agents hold (the
+    // rules judge them by name).
+    let sk_msg = |id: &u32| programs.get(id).is_some_and(|p| p.prog_type == ProgType::SkMsg);
     let named: BTreeSet<u32> = attachments
         .iter()
         .map(|a| a.prog_id)
         .chain(cgroup_links.iter().map(|l| l.prog_id))
-        .chain(cni_pins.iter().map(|p| p.prog_id))
+        .chain(pins.iter().map(|p| p.prog_id))
+        .chain(agents.iter().flat_map(|p| p.holds.iter().copied()).filter(sk_msg))
         .collect();
     let btf_skipped = programs::resolve_full_names(&mut programs, named);
     placement::link_attachments(&mut attachments, &cgroup_links);
@@ -269,15 +273,6 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     });
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
     let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
-    let cni_processes = host::cni_processes(&opts.proc, &budget, &mut errors);
-    // Programs at the root no name claims, on a hook a known holder uses.
-    let unnamed_at_root: BTreeSet<u32> = attachments
-        .iter()
-        .filter(|a| a.cgroup_id == audit_root.cgroup_id && a.attach_type.name() == "sock_ops")
-        .filter(|a| programs.get(&a.prog_id).is_none_or(|p| crate::owner::claimed_owner(&p.name).is_none()))
-        .map(|a| a.prog_id)
-        .collect();
-    let holders = host::holders(&opts.proc, &unnamed_at_root);
 
     Ok(Snapshot {
         node: host::node_name(opts.node_name.as_deref()),
@@ -300,8 +295,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         pods,
         root_effective,
         mounts,
-        cni_processes,
-        cni_pins,
+        agents,
+        pins,
         v1_net_controllers,
         socket_matching,
         names: Default::default(),
@@ -309,7 +304,6 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         reference_ns_is_pid1: pid1_ns.is_some(),
         pid_view,
         nested_node: opts.nested_node,
-        holders,
         processes: processes_by_cgroup,
         cgroup_paths: paths_of_interest,
         events: Vec::new(),

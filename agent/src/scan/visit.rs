@@ -183,7 +183,7 @@ pub fn read_cgroup(
     let mut raw = Vec::new();
     let support = Support { supported: hooks.to_vec(), unsupported: Vec::new() };
     query::attached(fd, &support, &mut raw).map_err(|e| VisitError::syscall("query", &e))?;
-    let processes = if processes && id != ctx.root_id && raw.iter().any(|a| a.attach_type.is_socket_lb()) {
+    let processes = if processes && id != ctx.root_id && raw.iter().any(|a| crate::owner::is_root_hook(a.attach_type)) {
         host::processes(fd, ctx.proc)
     } else {
         Vec::new()

@@ -29,6 +29,8 @@ fn misattach_and_clear(d: &Daemon, t: &TestCgroup) -> Value {
     assert_eq!(d.metric(MISATTACHED), None);
     let ctr = t.mkdir(&ctr());
     let prog = Prog::load("cil_sock4_connect", "connect4");
+    // Cilium's agent holds it: what proves it Cilium's.
+    let _cilium = Holder::cilium(&[&prog]);
     let attached = Attached::new(&ctr, &prog, ALLOW_MULTI);
     let start = Instant::now();
     let seen = wait_until(Duration::from_secs(10), || d.metric(MISATTACHED) == Some(1.0));
@@ -206,6 +208,7 @@ fn scrape_passes_promtool_and_matches_the_golden_file() {
     let t = TestCgroup::new("daemon-scrape");
     let ctr = t.mkdir(&ctr());
     let prog = Prog::load("cil_sock4_connect", "connect4");
+    let _cilium = Holder::cilium(&[&prog]);
     let _a = Attached::new(&ctr, &prog, ALLOW_MULTI);
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
     assert!(ready(&d));

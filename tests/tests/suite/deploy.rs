@@ -84,7 +84,13 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert_eq!(pod["tolerations"], json!([{"operator": "Exists"}]));
     assert_eq!(pod["nodeSelector"], json!({"kubernetes.io/os": "linux"}));
     assert!(pod["affinity"].is_null(), "no architecture selector: {:#}", pod["affinity"]);
-    assert!(pod["volumes"].is_null(), "no host mounts: everything is reached through /proc/1/root");
+    // No host mounts: everything is reached through /proc/1/root. The one
+    // volume is the probe socket's directory, in memory.
+    assert_eq!(
+        pod["volumes"],
+        json!([{"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}]),
+        "no host mounts: everything is reached through /proc/1/root"
+    );
     assert_eq!(pod["automountServiceAccountToken"], false);
     let c = &pod["containers"][0];
     assert_eq!(c["image"], "registry.test/cgaudit:0.1.0", "the chart's appVersion by default");

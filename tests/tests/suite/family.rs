@@ -47,7 +47,7 @@ fn two_copies_of_a_cni_program_on_one_hook_name_the_unpinned_one_stale() {
     assert_eq!((f[0]["prog_id"].as_u64(), f[0]["link_id"].as_u64()), (Some(old.id.into()), Some(old_link.id.into())));
     assert_eq!((&f[0]["severity"], &f[0]["cgroup"], &f[0]["count"]), (&"critical".into(), &"/".into(), &2.into()));
     let m = f[0]["message"].as_str().unwrap();
-    assert!(m.contains(&format!("prog {} looks stale (not pinned by cilium", old.id)), "{m}");
+    assert!(m.contains(&format!("prog {} looks stale (not pinned by Cilium", old.id)), "{m}");
     assert!(m.contains("pinned at /sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release"), "{m}");
     assert_eq!(run.code, 1);
     let _ = std::fs::remove_file(&pin);
@@ -155,7 +155,7 @@ fn a_foreign_program_beside_the_cnis_at_the_root_is_named_with_who_attached_it()
     let f = of_kind(&report, "foreign_program_on_cni_hook");
     assert_eq!(f.len(), 1, "{report:#}");
     assert_eq!((&f[0]["prog_id"], &f[0]["owner"]), (&mesh.id.into(), &"unknown".into()));
-    assert!(f[0]["message"].as_str().unwrap().contains("on connect4 beside cilium's"), "{:#}", f[0]);
+    assert!(f[0]["message"].as_str().unwrap().contains("on connect4 beside Cilium's"), "{:#}", f[0]);
 
     // The daemon names who attached it, and the event that says so.
     let seen = wait_until(Duration::from_secs(10), || {
@@ -215,8 +215,8 @@ fn node_agents_at_the_root_are_named_by_their_owner() {
     }
     let t = TestCgroup::new("neighbours");
     let sb = Sandbox::new(&format!(
-        "mount -t bpf bpf /sys/fs/bpf && mkdir /sys/fs/bpf/ctlb\n{} named calico-node &",
-        fixture_bin().display()
+        "mount -t bpf bpf /sys/fs/bpf && mkdir /sys/fs/bpf/ctlb\n{f} named calico-node &\n{f} named obi &",
+        f = fixture_bin().display()
     ));
     let obi = Prog::load("obi_sockmap_tracker", "sock_ops");
     let _obi = Link::new(&t.path, &obi);

@@ -14,6 +14,7 @@ mod family;
 mod hostile;
 mod incremental;
 mod node;
+mod owners;
 mod podman;
 mod remount;
 mod seed;

@@ -465,14 +465,17 @@ fn a_target_that_exits_after_planning_is_not_confused_with_the_next_process_of_i
 
 #[test]
 fn a_helper_stuck_on_a_filesystem_that_never_answers_is_killed_at_the_timeout() {
-    if !can_run(&[]) {
+    if !can_run(&["unshare", "nsenter"]) {
         return;
     }
     let trap = FuseTrap::new();
     let path = trap.mnt().join("cgroupv2");
-    // Target: this test process (the node's namespaces); a dry run.
-    let mut cmd = Command::new(agent_bin().with_file_name("fixture"));
-    cmd.arg("remount-paused").arg(std::process::id().to_string()).arg(&path).arg("1000");
+    // Target: a sandbox node's PID 1 (whose namespaces the helper enters,
+    // as it enters the real PID 1's), made after the trap so that its mount
+    // namespace holds the FUSE mount too.
+    let sb = Sandbox::new("true");
+    let cmd =
+        sb.command(&agent_bin().with_file_name("fixture"), &["remount-paused", "1", path.to_str().unwrap(), "1000"]);
     let start = std::time::Instant::now();
     let mut paused = Paused::start(cmd);
     let said = paused.line();
@@ -503,7 +506,11 @@ fn a_path_outside_the_cni_mount_points_or_with_entries_is_refused_and_nothing_ch
     for path in ["/etc", "/run/cilium", "/run"] {
         let (code, _, run) = remount(sb, &["--path", path, "--apply"]);
         assert_eq!(code, 2, "{path}: {run:?}");
-        assert!(run.stderr.contains(&format!("--path {path}: not a CNI's cgroup2 mount point")), "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("--path {path}: not a known owner's cgroup2 mount point")),
+            "{}",
+            run.stderr
+        );
         assert!(run.stderr.contains("--force"), "{}", run.stderr);
         assert_says_each_thing_once(&run.stderr);
     }
@@ -537,7 +544,7 @@ fn the_default_path_and_the_advice_follow_the_cni_that_owns_the_programs() {
     let (code, plan, run) = remount(sb, &["--detach-misattached"]);
     assert_eq!(code, 1, "{run:?}");
     assert_eq!(plan["plan"]["path"], "/run/calico/cgroup");
-    assert_eq!(plan["cni"], "calico");
+    assert_eq!(plan["owner"], "calico");
     assert_eq!(plan["plan"]["action"], "replace");
     assert_eq!(plan["detach"].as_array().unwrap().len(), 6, "{plan:#}");
     let next = plan["next_step"].as_str().unwrap();
@@ -570,7 +577,7 @@ fn the_default_path_and_the_advice_follow_the_cni_that_owns_the_programs() {
     let (code, _, run) = remount(&bare, &[]);
     assert_eq!(code, 2, "{run:?}");
     assert!(
-        run.stderr.contains("which CNI's cgroup2 mount to repair cannot be told") && run.stderr.contains("--path"),
+        run.stderr.contains("whose cgroup2 mount to repair cannot be told") && run.stderr.contains("--path"),
         "{}",
         run.stderr
     );

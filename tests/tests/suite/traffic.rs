@@ -85,12 +85,16 @@ enum Lb {
     Attached(Vec<Attached>),
 }
 
-fn attach_lb(at: &Path, how: How) -> Lb {
+/// The load balancer attached at `at`, and the `cilium-agent` that holds
+/// its programs (what proves them Cilium's wherever they are).
+fn attach_lb(at: &Path, how: How) -> (Lb, Holder) {
     let progs = load_socket_lb();
-    match how {
+    let holder = Holder::cilium_all(&progs);
+    let lb = match how {
         How::Links => Lb::Links(progs.iter().map(|p| Link::new(at, p)).collect()),
         How::Flags(f) => Lb::Attached(progs.iter().map(|p| Attached::new(at, p, f)).collect()),
-    }
+    };
+    (lb, holder)
 }
 
 #[test]

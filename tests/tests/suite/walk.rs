@@ -84,6 +84,7 @@ fn a_missing_root_program_is_seen_the_same_way_by_both() {
     let ctr = t.mkdir(&ctr);
     t.mkdir(&other_ctr);
     let lb = load_cilium_socket_lb();
+    let _cilium = Holder::cilium_all(&lb);
     let _below: Vec<Attached> = lb.iter().map(|p| Attached::new(&ctr, p, ALLOW_MULTI)).collect();
     let iter = audit(&t, "bpf-iter");
     let syscalls = audit(&t, "syscalls");
@@ -291,7 +292,8 @@ fn a_deep_chain_in_a_pod_cannot_push_the_daemon_over_its_limit() {
     // And it still sees what happens there.
     let resident = Resident::into(&bottom);
     let _a = Attached::new_fd(bottom.try_clone().unwrap(), &prog, ALLOW_MULTI);
-    let misattached = r#"cgaudit_socket_lb_misattached{attach_type="connect4",owner="cilium",pod_uid="0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d"}"#;
+    let misattached =
+        r#"cgaudit_socket_lb_misattached{attach_type="connect4",pod_uid="0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d"}"#;
     let seen = wait_until(Duration::from_secs(20), || up(&mut d) && d.metric(misattached) == Some(1.0));
     let peak = limit.peak().unwrap_or(0) >> 20;
     eprintln!("the daemon's cgroup peaked at {peak} MiB; OOM kills: {}", limit.oom_kills());

@@ -159,7 +159,7 @@ impl Picture {
             links = true;
         }
         let in_kube = matches!(node.place, Place::Pod { .. } | Place::InPod { .. });
-        let lb = node.own.iter().any(|a| a.attach_type.is_socket_lb());
+        let lb = node.own.iter().any(|a| crate::owner::is_root_hook(a.attach_type));
         Effect::Applied { findings: lb || links || in_kube }
     }
 }

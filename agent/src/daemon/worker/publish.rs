@@ -64,7 +64,7 @@ impl Worker {
     }
 
     fn evaluate_and_publish(&mut self) {
-        // The CNI agents and mounts as they are now, read at most every
+        // The owners' agents and mounts as they are now, read at most every
         // two seconds: a judgement that comes sooner is made again once
         // they are read.
         let read_node_state = self.schedule.judging(Instant::now());
@@ -72,7 +72,7 @@ impl Worker {
         if read_node_state {
             let mut errors = Vec::new();
             let budget = scan::deadline::Budget::new(scan::deadline::READ_DEADLINE);
-            picture.set_cni_processes(scan::host::cni_processes(&self.config.scan.proc, &budget, &mut errors));
+            picture.set_agents(scan::host::agent_processes(&self.config.scan.proc, &budget, &mut errors));
             let root = picture.last().root.clone();
             picture.set_mounts(scan::host::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
         }

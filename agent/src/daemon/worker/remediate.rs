@@ -30,11 +30,11 @@ impl Worker {
         if self.config.remediate == Remediate::Off {
             return;
         }
-        // Only the CNIs' own mounts: the finding names the CNI that owns one.
+        // Only the owners' own mounts: the finding names the owner of one.
         let paths: Vec<String> = report
             .findings
             .iter()
-            .filter(|f| f.kind == Kind::CgroupMountNotRoot && f.owner.is_some_and(|o| o.is_cni()))
+            .filter(|f| f.kind == Kind::CgroupMountNotRoot && f.owner.is_some_and(|o| o.mount_point().is_some()))
             .filter_map(|f| f.mount_point.clone())
             .collect();
         for path in paths {

@@ -122,13 +122,15 @@ impl Worker {
                     &hooks,
                     &attached,
                     // Read with the socket-LB hooks only (see read_cgroup).
-                    (processes && hooks.iter().any(|t| t.is_socket_lb())).then_some(procs),
+                    (processes && hooks.iter().any(|t| crate::owner::is_root_hook(*t))).then_some(procs),
                 );
                 let unconfirmed = !check.holds(&removed, &attached);
                 let snap = picture.last();
                 let at_root = cgroup_id == snap.root.cgroup_id;
+                let cx = findings::Ctx::new(snap, &self.config.policy);
+                let path = picture.path(cgroup_id).unwrap_or_default();
                 for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
-                    let owner = findings::owner_of(snap, a.prog_id, Some(a.attach_type), &self.config.policy);
+                    let owner = cx.owned_at(cgroup_id, &path, a.attach_type, a.prog_id).owner;
                     self.shared.metrics.attachment(a.attach_type, owner, at_root, delta);
                 }
                 // The largest count per hook: raised at once; counted again

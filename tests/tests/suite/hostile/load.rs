@@ -57,6 +57,10 @@ fn padded_btf_cannot_blow_up_the_audits_memory() {
     // And one whose BTF is of a real program's size, named in full.
     let fine = Prog::load_padded("cil_sock6_connect", "connect6", 64 << 10);
     let _f = Attached::new(&ctr, &fine, ALLOW_MULTI);
+    // Held by Cilium's agent: Cilium's, by the kernel name past the cap too.
+    let mut all: Vec<&Prog> = progs.iter().collect();
+    all.push(&fine);
+    let _cilium = Holder::cilium(&all);
     let mut c = std::process::Command::new(agent_bin());
     c.args(["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     let (run, peak_kib) = run_measured(c);
@@ -284,7 +288,15 @@ fn a_tenant_filling_every_hook_cannot_push_the_daemon_over_its_limit() {
     let below: Vec<&serde_json::Value> =
         report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
     assert_eq!(below.len(), 30, "one finding per cgroup");
-    assert!(below.iter().all(|f| f["count"] == 832 && f["hooks"].as_array().unwrap().len() == 13), "{:#}", below[0]);
+    // Nobody's proven: a warning each, on the twelve socket-address hooks
+    // (sock_release is no root hook of an unknown owner's).
+    assert!(
+        below
+            .iter()
+            .all(|f| f["count"] == 768 && f["hooks"].as_array().unwrap().len() == 12 && f["severity"] == "warning"),
+        "{:#}",
+        below[0]
+    );
     assert_eq!(report["attachments_omitted"], 30 * (832 - 64));
     let table = agent(&["audit", "--cgroup-root", t.path.to_str().unwrap()]);
     assert!(table.stdout.contains("... and 768 more on this cgroup"), "{}", &table.stdout[..2000]);
@@ -304,6 +316,6 @@ fn a_tenant_filling_every_hook_cannot_push_the_daemon_over_its_limit() {
     assert!(metrics.len() < 256 << 10, "/metrics is {} bytes", metrics.len());
     let series = metrics.lines().filter(|l| l.starts_with("cgaudit_socket_lb_misattached{")).count();
     assert_eq!(series, 64, "at most 64 series a family");
-    assert_eq!(metric_value(&metrics, "cgaudit_socket_lb_misattached_truncated"), Some(24960.0 - 64.0));
+    assert_eq!(metric_value(&metrics, "cgaudit_socket_lb_misattached_truncated"), Some(30.0 * 768.0 - 64.0));
     assert_eq!(metrics.lines().filter(|l| l.starts_with("cgaudit_socket_lb_misattached_programs{")).count(), 30);
 }

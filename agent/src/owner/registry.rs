@@ -1,0 +1,724 @@
+//! Who attaches what to the cgroup tree, as data: one entry per owner,
+//! read by the rules. Adding an owner is one entry here and its test.
+//!
+//! Each entry says what its agent is called and runs with (whence the
+//! audit believes a process is that agent), what programs it makes (full
+//! BTF names or prefixes, types, hooks, how it attaches them), where it
+//! mounts cgroup2 and pins, where it means them to be, and the setting of
+//! its own that puts its mount at the host's root. The program lists are
+//! the upstream sources' (named at each entry); a name alone never makes a
+//! program an owner's (see `super::proof`).
+
+use crate::bpf::ProgType;
+
+use super::Owner;
+
+/// How an owner attaches its cgroup programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    /// bpf_links (multi-program by nature).
+    Link,
+    /// `BPF_PROG_ATTACH` with `BPF_F_ALLOW_MULTI`.
+    Multi,
+    /// `BPF_PROG_ATTACH` with no flag: the hook is the program's alone, and
+    /// nothing can be attached below it.
+    Exclusive,
+    /// `BPF_PROG_ATTACH` with `BPF_F_ALLOW_OVERRIDE`: a program below
+    /// replaces it for that subtree.
+    Override,
+    /// Links where the kernel has them, else `BPF_PROG_ATTACH` multi.
+    LinkOrMulti,
+}
+
+impl Attach {
+    /// Whether programs of another owner can run beside it on one hook.
+    pub fn shares_hook(self) -> bool {
+        matches!(self, Attach::Link | Attach::Multi | Attach::LinkOrMulti)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attach::Link => "bpf_link",
+            Attach::Multi => "multi",
+            Attach::Exclusive => "exclusive (no flags)",
+            Attach::Override => "override",
+            Attach::LinkOrMulti => "bpf_link or multi",
+        }
+    }
+}
+
+/// A program's name as its owner gives it (the full BTF name; the kernel
+/// keeps 15 bytes of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Name {
+    Exact(&'static str),
+    Prefix(&'static str),
+    /// No name at all (runc's and crun's device filters).
+    Unnamed,
+    /// Any name: the owner is known by holding it (Inspektor Gadget's
+    /// gadgets name their own programs).
+    Any,
+}
+
+impl Name {
+    pub fn matches(self, name: &str) -> bool {
+        match self {
+            Name::Exact(n) => name == n || (name.len() == 15 && n.starts_with(name)),
+            Name::Prefix(p) => name.starts_with(p) || (name.len() == 15 && p.starts_with(name)),
+            Name::Unnamed => name.is_empty(),
+            Name::Any => true,
+        }
+    }
+
+    pub fn shown(self) -> String {
+        match self {
+            Name::Exact(n) => format!("`{n}`"),
+            Name::Prefix(p) => format!("`{p}*`"),
+            Name::Unnamed => "unnamed".to_owned(),
+            Name::Any => "any name".to_owned(),
+        }
+    }
+}
+
+/// Programs of one kind an owner makes.
+#[derive(Debug, Clone, Copy)]
+pub struct Programs {
+    pub name: Name,
+    pub prog_type: ProgType,
+    /// The cgroup hooks they go on (empty: not a cgroup hook, e.g. sk_msg).
+    pub hooks: &'static [&'static str],
+    pub attach: Attach,
+}
+
+/// What an owner's agent runs with, whence a process of its name is taken
+/// for it or not. Anyone can name a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// hostNetwork, with CAP_NET_ADMIN and CAP_SYS_ADMIN or CAP_BPF in the
+    /// node's user namespace (CNI agents, load balancers, meshes' CNIs).
+    HostNetwork,
+    /// Privileged (CAP_SYS_ADMIN or CAP_BPF in the node's user namespace)
+    /// in a network namespace of its own: Kmesh's chart runs it so.
+    Privileged,
+}
+
+/// Where an owner means its programs to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intends {
+    /// The root cgroup, for every socket on the node: below it, they act
+    /// for one subtree only.
+    Root,
+    /// Wherever they are: systemd's units, the runtimes' containers.
+    Anywhere,
+}
+
+/// One owner.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub owner: Owner,
+    /// As people name it.
+    pub title: &'static str,
+    /// What it is, for the README's table.
+    pub what: &'static str,
+    /// Name prefixes by which its programs say they are its, beyond those
+    /// of `programs` (`sd_`): to tell a user what a name claims, never to
+    /// prove anything.
+    pub claims: &'static [&'static str],
+    /// Its agent's command names (`comm`, at most 15 bytes).
+    pub agents: &'static [&'static str],
+    pub runs: Runs,
+    pub programs: &'static [Programs],
+    /// Where it mounts cgroup2 to attach at "the root" of that mount.
+    pub mount_points: &'static [&'static str],
+    /// Where it pins its programs and links, below bpffs.
+    pub pin_dirs: &'static [&'static str],
+    pub intends: Intends,
+    /// Judged as a socket load balancer: the pods whose sockets lack its
+    /// connect programs are named (`pods_without_socket_lb`).
+    pub balances_sockets: bool,
+    /// Its own setting that makes its mount the host's root, in one
+    /// sentence ending with a comma (the fix text goes on).
+    pub fix: &'static str,
+    /// How its agent on one node is restarted: namespace and label selector.
+    pub restart: Option<(&'static str, &'static str)>,
+    /// The upstream source its entry is read from.
+    pub source: &'static str,
+}
+
+/// Cilium's and Calico's socket-LB hooks.
+const SOCKET_LB: &[&str] = &[
+    "connect4",
+    "connect6",
+    "sendmsg4",
+    "sendmsg6",
+    "recvmsg4",
+    "recvmsg6",
+    "getpeername4",
+    "getpeername6",
+    "post_bind4",
+    "post_bind6",
+    "bind4",
+    "bind6",
+    "sock_release",
+];
+
+pub static OWNERS: &[Spec] = &[
+    Spec {
+        owner: Owner::Cilium,
+        title: "Cilium",
+        what: "CNI, kube-proxy replacement (socket LB)",
+        claims: &["cil_"],
+        agents: &["cilium-agent"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Prefix("cil_sock"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: SOCKET_LB,
+                attach: Attach::LinkOrMulti,
+            },
+            Programs {
+                name: Name::Prefix("cil_sock"),
+                prog_type: ProgType::CgroupSock,
+                hooks: SOCKET_LB,
+                attach: Attach::LinkOrMulti,
+            },
+            // Before 1.9, without the `cil_` prefix.
+            Programs {
+                name: Name::Prefix("sock4_"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sock6_"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sock4_"),
+                prog_type: ProgType::CgroupSock,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sock6_"),
+                prog_type: ProgType::CgroupSock,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+        ],
+        mount_points: &["/run/cilium/cgroupv2"],
+        pin_dirs: &["cilium/socketlb/links/cgroup"],
+        intends: Intends::Root,
+        balances_sockets: true,
+        fix: "keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2` (its \
+              mount-cgroup init container mounts from PID 1's namespaces),",
+        restart: Some(("kube-system", "k8s-app=cilium")),
+        source: "cilium/cilium pkg/socketlb",
+    },
+    Spec {
+        owner: Owner::Calico,
+        title: "Calico",
+        what: "CNI, eBPF dataplane (connect-time LB)",
+        claims: &["calico_", "cali_"],
+        agents: &["calico-node"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Prefix("calico_"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("cali_"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: SOCKET_LB,
+                attach: Attach::Multi,
+            },
+        ],
+        mount_points: &["/run/calico/cgroup"],
+        pin_dirs: &["ctlb"],
+        intends: Intends::Root,
+        balances_sockets: true,
+        fix: "keep calico-node's init container (`mount-bpffs`, `ebpf-bootstrap` from 3.31; `calico-node -init`, which \
+              mounts from PID 1's namespaces through the host's /proc at /nodeproc; releases before 3.28.5, 3.29.5 and \
+              3.30.2 could fail to enter them silently), with `CALICO_CGROUP_PATH`, if set, the same in it and in \
+              calico-node,",
+        restart: Some(("calico-system", "k8s-app=calico-node")),
+        source: "projectcalico/calico felix/bpf/nat",
+    },
+    Spec {
+        owner: Owner::Kmesh,
+        title: "Kmesh",
+        what: "sidecarless service mesh (workloads chosen inside its programs)",
+        claims: &[],
+        agents: &["kmesh-daemon"],
+        runs: Runs::Privileged,
+        programs: &[
+            Programs {
+                name: Name::Exact("cgroup_connect4_prog"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["connect4"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("cgroup_connect6_prog"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["connect6"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("bpf_redirect_dns_send"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["sendmsg4"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("bpf_restore_dns_recv"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["recvmsg4"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("sockops_prog"),
+                prog_type: ProgType::SockOps,
+                hooks: &["sock_ops"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("cgroup_skb_ingress_prog"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["ingress"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("cgroup_skb_egress_prog"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["egress"],
+                attach: Attach::Link,
+            },
+        ],
+        mount_points: &["/mnt/kmesh_cgroup2"],
+        pin_dirs: &["bpf_kmesh_workload"],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "mount cgroup2 for Kmesh from the host's cgroup namespace (the node's `/mnt/kmesh_cgroup2` through its \
+              hostPath `/mnt`, mounted from PID 1's namespaces) or point `--cgroup2-path` at such a mount,",
+        restart: Some(("kmesh-system", "app=kmesh")),
+        source: "kmesh-net/kmesh ec501a98 bpf/kmesh/workload/cgroup_sock.c, daemon/options/bpf.go",
+    },
+    Spec {
+        owner: Owner::Merbridge,
+        title: "Merbridge",
+        what: "mesh acceleration (redirects to the sidecar)",
+        claims: &["mb_"],
+        agents: &["mbctl", "merbridge"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Exact("mb_sock_connect4"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["connect4"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_sock_connect6"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["connect6"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_sendmsg4"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["sendmsg4"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_sendmsg6"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["sendmsg6"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_recvmsg4"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["recvmsg4"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_recvmsg6"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["recvmsg6"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_bind"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["bind4"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_get_sockopt"),
+                prog_type: ProgType::CgroupSockopt,
+                hooks: &["getsockopt"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_sockops"),
+                prog_type: ProgType::SockOps,
+                hooks: &["sock_ops"],
+                attach: Attach::Exclusive,
+            },
+            Programs {
+                name: Name::Exact("mb_msg_redir"),
+                prog_type: ProgType::SkMsg,
+                hooks: &[],
+                attach: Attach::Link,
+            },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "set Merbridge's `CGROUP2_PATH` to a cgroup2 mount rooted at the host's root (the node's /sys/fs/cgroup \
+              through a hostPath), and keep no other cgroup2 mount before it (merbridge#144),",
+        restart: Some(("istio-system", "app=merbridge")),
+        source: "merbridge/merbridge 561fc00e bpf/Makefile",
+    },
+    Spec {
+        owner: Owner::Loxilb,
+        title: "LoxiLB",
+        what: "load balancer (connect-time LB)",
+        claims: &["llb_"],
+        agents: &["loxilb"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Exact("llb_connect_v4_prog"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["connect4"],
+                attach: Attach::Override,
+            },
+            Programs {
+                name: Name::Prefix("llb_"),
+                prog_type: ProgType::SockOps,
+                hooks: &["sock_ops"],
+                attach: Attach::Exclusive,
+            },
+        ],
+        mount_points: &["/opt/loxilb/cgroup"],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "mount LoxiLB's cgroup path (`/opt/loxilb/cgroup`) from the host's cgroup namespace (a hostPath to a \
+              mount made from PID 1's namespaces),",
+        restart: Some(("kube-system", "app=loxilb")),
+        source: "loxilb-io/loxilb-ebpf 6b83b070 kernel/loxilb_libdp.c, common/cgroup.h",
+    },
+    Spec {
+        owner: Owner::Obi,
+        title: "OBI (Beyla)",
+        what: "OpenTelemetry eBPF Instrumentation (context propagation)",
+        claims: &["obi_", "beyla_"],
+        agents: &["obi", "beyla"],
+        runs: Runs::Privileged,
+        programs: &[
+            Programs {
+                name: Name::Prefix("obi_sockmap_t"),
+                prog_type: ProgType::SockOps,
+                hooks: &["sock_ops"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Prefix("beyla_sockmap_t"),
+                prog_type: ProgType::SockOps,
+                hooks: &["sock_ops"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Prefix("obi_socket_ingr"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["ingress"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Prefix("obi_post_bind"),
+                prog_type: ProgType::CgroupSock,
+                hooks: &["post_bind4", "post_bind6"],
+                attach: Attach::Link,
+            },
+            Programs { name: Name::Prefix("obi_"), prog_type: ProgType::SkMsg, hooks: &[], attach: Attach::Link },
+            Programs { name: Name::Prefix("beyla_"), prog_type: ProgType::SkMsg, hooks: &[], attach: Attach::Link },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "run OBI with the host's `/sys/fs/cgroup` mounted (hostPath) for `contextPropagation`, so that it \
+              attaches there and not through a cgroup2 of its own,",
+        restart: None,
+        source: "open-telemetry/opentelemetry-ebpf-instrumentation (formerly grafana/beyla)",
+    },
+    Spec {
+        owner: Owner::InspektorGadget,
+        title: "Inspektor Gadget",
+        what: "eBPF gadgets (their sock_ops programs at the host's root)",
+        claims: &[],
+        agents: &["gadgettracerman", "ig"],
+        runs: Runs::HostNetwork,
+        programs: &[Programs {
+            name: Name::Any,
+            prog_type: ProgType::SockOps,
+            hooks: &["sock_ops"],
+            attach: Attach::Link,
+        }],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "run the gadget where it sees the host's cgroup root (`HOST_ROOT`),",
+        restart: None,
+        source: "inspektor-gadget/inspektor-gadget (HOST_ROOT)",
+    },
+    Spec {
+        owner: Owner::DatadogCws,
+        title: "Datadog CWS",
+        what: "Cloud Workload Security (socket events)",
+        claims: &[],
+        agents: &["system-probe"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Exact("hook_sock_create"),
+                prog_type: ProgType::CgroupSock,
+                hooks: &["sock_create"],
+                attach: Attach::LinkOrMulti,
+            },
+            Programs {
+                name: Name::Exact("hook_sock_release"),
+                prog_type: ProgType::CgroupSock,
+                hooks: &["sock_release"],
+                attach: Attach::LinkOrMulti,
+            },
+            Programs {
+                name: Name::Prefix("hook_post_bind"),
+                prog_type: ProgType::CgroupSock,
+                hooks: &["post_bind4", "post_bind6"],
+                attach: Attach::LinkOrMulti,
+            },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "run system-probe with the host's cgroup root in view (hostPID, the host's /sys/fs/cgroup),",
+        restart: None,
+        source: "DataDog/datadog-agent pkg/security/ebpf",
+    },
+    Spec {
+        owner: Owner::Tracee,
+        title: "Tracee",
+        what: "runtime security (network events)",
+        claims: &[],
+        agents: &["tracee", "tracee-ebpf"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Exact("cgroup_skb_ingress"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["ingress"],
+                attach: Attach::Link,
+            },
+            Programs {
+                name: Name::Exact("cgroup_skb_egress"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["egress"],
+                attach: Attach::Link,
+            },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "run Tracee with the host's cgroup namespace (it mounts its own cgroup2 in a temporary directory, \
+              tracee#3422),",
+        restart: None,
+        source: "aquasecurity/tracee (tracee#3422)",
+    },
+    Spec {
+        owner: Owner::Keploy,
+        title: "keploy",
+        what: "API test recorder (its own cgroup2 mount)",
+        claims: &[],
+        agents: &["keploy"],
+        runs: Runs::HostNetwork,
+        programs: &[],
+        mount_points: &["/run/keploy/cgroupv2"],
+        pin_dirs: &[],
+        intends: Intends::Root,
+        balances_sockets: false,
+        fix: "mount keploy's `/run/keploy/cgroupv2` from the host's cgroup namespace,",
+        restart: None,
+        source: "keploy/keploy (its /run/keploy/cgroupv2 mount)",
+    },
+    Spec {
+        owner: Owner::Systemd,
+        title: "systemd",
+        what: "units' IPAddressAllow/Deny, RestrictNetworkInterfaces, DevicePolicy, SocketBindAllow/Deny",
+        claims: &["sd_"],
+        agents: &["systemd"],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Prefix("sd_fw_"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["ingress", "egress"],
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sd_restrictif"),
+                prog_type: ProgType::CgroupSkb,
+                hooks: &["ingress", "egress"],
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sd_devices"),
+                prog_type: ProgType::CgroupDevice,
+                hooks: &["device"],
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("sd_bind"),
+                prog_type: ProgType::CgroupSockAddr,
+                hooks: &["bind4", "bind6"],
+                attach: Attach::Multi,
+            },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Anywhere,
+        balances_sockets: false,
+        fix: "",
+        restart: None,
+        source: "systemd/systemd src/core/bpf-*",
+    },
+    Spec {
+        owner: Owner::Runtime,
+        title: "runc, crun",
+        what: "container runtimes' device filters",
+        claims: &["runc", "crun"],
+        agents: &[],
+        runs: Runs::HostNetwork,
+        programs: &[
+            Programs {
+                name: Name::Unnamed,
+                prog_type: ProgType::CgroupDevice,
+                hooks: &["device"],
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("runc"),
+                prog_type: ProgType::CgroupDevice,
+                hooks: &["device"],
+                attach: Attach::Multi,
+            },
+            Programs {
+                name: Name::Prefix("crun"),
+                prog_type: ProgType::CgroupDevice,
+                hooks: &["device"],
+                attach: Attach::Multi,
+            },
+        ],
+        mount_points: &[],
+        pin_dirs: &[],
+        intends: Intends::Anywhere,
+        balances_sockets: false,
+        fix: "",
+        restart: None,
+        source: "opencontainers/runc libcontainer/cgroups/devices",
+    },
+];
+
+/// An owner's entry.
+pub fn spec(owner: Owner) -> Option<&'static Spec> {
+    OWNERS.iter().find(|s| s.owner == owner)
+}
+
+/// How a list of hooks is shown: the socket-LB set by name.
+fn hooks_shown(hooks: &[&str]) -> String {
+    if hooks == SOCKET_LB {
+        "the socket-LB hooks".to_owned()
+    } else if hooks.is_empty() {
+        "a sockmap".to_owned()
+    } else {
+        hooks.join(", ")
+    }
+}
+
+/// The README's "Owners cgaudit knows" table: one row per owner, its
+/// programs grouped by the hooks they go on.
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| owner | what | agent | programs (type: names on hooks) | attaches | cgroup2 mount | pins | wants them |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for s in OWNERS {
+        // Per program type, in the registry's order: its names with their
+        // hooks, the hooks once when all share them.
+        type Named = (String, &'static [&'static str]);
+        let mut types: Vec<(ProgType, Vec<Named>)> = Vec::new();
+        for p in s.programs {
+            let at = match types.iter().position(|(t, _)| *t == p.prog_type) {
+                Some(at) => at,
+                None => {
+                    types.push((p.prog_type, Vec::new()));
+                    types.len() - 1
+                }
+            };
+            let item = (p.name.shown(), p.hooks);
+            if !types[at].1.contains(&item) {
+                types[at].1.push(item);
+            }
+        }
+        let progs: Vec<String> = types
+            .iter()
+            .map(|(t, items)| {
+                let names: Vec<&str> = items.iter().map(|(n, _)| n.as_str()).collect();
+                if items.iter().all(|(_, h)| *h == items[0].1) {
+                    format!("{t}: {} on {}", names.join(", "), hooks_shown(items[0].1))
+                } else {
+                    let each: Vec<String> = items.iter().map(|(n, h)| format!("{n} on {}", hooks_shown(h))).collect();
+                    format!("{t}: {}", each.join(", "))
+                }
+            })
+            .collect();
+        let mut attach: Vec<&str> = s.programs.iter().map(|p| p.attach.as_str()).collect();
+        attach.sort_unstable();
+        attach.dedup();
+        let list = |v: &[&str]| {
+            if v.is_empty() {
+                "-".to_owned()
+            } else {
+                v.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            s.title,
+            s.what,
+            list(s.agents),
+            if progs.is_empty() { "not known: judged by its mount".to_owned() } else { progs.join("; ") },
+            if attach.is_empty() { "-".to_owned() } else { attach.join(", ") },
+            list(s.mount_points),
+            list(s.pin_dirs),
+            match s.intends {
+                Intends::Root => "at the root",
+                Intends::Anywhere => "anywhere",
+            },
+        ));
+    }
+    out
+}
