@@ -49,6 +49,8 @@ pub struct Daemon {
     pub child: Child,
     pub addr: std::net::SocketAddr,
     pub log: tempfile::NamedTempFile,
+    /// The network namespace it runs in, when not this process's.
+    pub netns: Option<std::path::PathBuf>,
 }
 
 impl Daemon {
@@ -100,13 +102,37 @@ impl Daemon {
             .stderr(log.reopen().expect("log file"))
             .spawn()
             .expect("spawn agent run");
-        Daemon { child, addr, log }
+        Daemon { child, addr, log, netns: None }
+    }
+
+    /// `agent run --listen 0.0.0.0:<port> <args>` in network namespace
+    /// `netns` (a `crate::net::NetPair`'s node), reached there at
+    /// 10.77.0.1; waits for /healthz.
+    pub fn start_in_netns(netns: &std::path::Path, args: &[&str]) -> Daemon {
+        let mut base = Command::new("nsenter");
+        base.arg(format!("--net={}", netns.display())).arg("--").arg(agent_bin());
+        let port = free_addr().port();
+        let addr = std::net::SocketAddr::from((crate::net::NODE_IP, port));
+        let mut d = Self::spawn_at(base, &format!("0.0.0.0:{port}"), addr, args);
+        d.netns = Some(netns.to_owned());
+        let up = d.wait_until_answers("/healthz");
+        assert!(up, "agent run in {} never answered /healthz:\n{}", netns.display(), d.logs());
+        d
+    }
+
+    /// GET `path` as the tests reach the daemon (in its netns, if any).
+    fn http(&self, path: &str) -> Option<(u16, String)> {
+        let (addr, path) = (self.addr, path.to_owned());
+        match &self.netns {
+            None => http_get(addr, &path),
+            Some(ns) => crate::net::NetPair::run_in(ns, move || http_get(addr, &path)),
+        }
     }
 
     /// Whether `path` answers 200 within 10 s, with the daemon still running.
     fn wait_until_answers(&mut self, path: &str) -> bool {
         let answered = wait_until(Duration::from_secs(10), || {
-            matches!(self.child.try_wait(), Ok(Some(_))) || http_get(self.addr, path).is_some_and(|(s, _)| s == 200)
+            matches!(self.child.try_wait(), Ok(Some(_))) || self.http(path).is_some_and(|(s, _)| s == 200)
         });
         answered && matches!(self.child.try_wait(), Ok(None))
     }
@@ -116,7 +142,7 @@ impl Daemon {
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
-        http_get(self.addr, path).unwrap_or_else(|| panic!("GET {path} failed:\n{}", self.logs()))
+        self.http(path).unwrap_or_else(|| panic!("GET {path} failed:\n{}", self.logs()))
     }
 
     /// The value of the first series whose line starts with `prefix`

@@ -6,10 +6,15 @@
 //! bytes, not a copy per request; `/audit` (cgroup paths, pod and container
 //! ids, process names) answers loopback peers only unless told otherwise.
 //!
-//! A connection that sends no byte within a second is closed, and a
-//! quarter of the slots is kept for addresses that hold none: silent
-//! connections from a hostNetwork pod's many local addresses (the node's,
-//! cni0's, every ClusterIP on kube-ipvs0) cannot keep Prometheus out.
+//! A connection that sends no byte within a second is closed, one whose
+//! request head is not whole within two seconds too, and each connection
+//! serves one request: a slot is held for seconds, never for a
+//! connection's life. Every address of the node itself (loopback's
+//! 127.0.0.0/8 and ::1, the node's own, cni0's, every ClusterIP on
+//! kube-ipvs0) counts as one peer: a hostNetwork pod may use any of them as
+//! its source, and by that counted as many peers it held every slot (issue
+//! 36's red team: 22 addresses, /metrics 0 of 20). A quarter of the slots
+//! is kept for peers that hold none.
 //!
 //! A connection that finds no slot goes to the probe lane, which reads one
 //! short request head within half a second and answers `/healthz` and
@@ -49,7 +54,7 @@ pub enum AuditEndpoint {
 }
 
 /// The request head must arrive within this.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 /// hyper's read buffer, which bounds a request head (its minimum is 8 KiB).
 const MAX_HEAD: usize = 16 * 1024;
 /// Connections served at once, in all and from one peer address; more are
@@ -84,21 +89,67 @@ struct App {
 #[derive(Clone, Copy)]
 struct Peer(SocketAddr);
 
-/// Connections held, by peer address.
+/// Whom a connection's slots count against: the node itself (any of its
+/// own addresses), or another address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PeerKey {
+    Node,
+    Addr(IpAddr),
+}
+
+/// The node's own addresses, read again at most every `LOCAL_FRESH`.
+struct Local {
+    addrs: std::collections::HashSet<IpAddr>,
+    read: Option<std::time::Instant>,
+}
+
+const LOCAL_FRESH: Duration = Duration::from_secs(10);
+
+impl Local {
+    fn new() -> Local {
+        Local { addrs: Default::default(), read: None }
+    }
+
+    /// The key of a connection from `ip` (canonical: a v4 peer on a
+    /// dual-stack socket is its v4 address).
+    fn key(&mut self, ip: IpAddr) -> PeerKey {
+        if ip.is_loopback() {
+            return PeerKey::Node;
+        }
+        if self.read.is_none_or(|at| at.elapsed() >= LOCAL_FRESH) {
+            // getifaddrs(3): every address of every interface of this
+            // network namespace (kube-ipvs0's ClusterIPs among them).
+            if let Ok(all) = nix::ifaddrs::getifaddrs() {
+                self.addrs = all
+                    .filter_map(|i| {
+                        let a = i.address?;
+                        a.as_sockaddr_in()
+                            .map(|v4| IpAddr::V4(v4.ip()))
+                            .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+                    })
+                    .collect();
+            }
+            self.read = Some(std::time::Instant::now());
+        }
+        if self.addrs.contains(&ip) { PeerKey::Node } else { PeerKey::Addr(ip) }
+    }
+}
+
+/// Connections held, by peer.
 #[derive(Default)]
-struct Slots(Mutex<HashMap<IpAddr, usize>>);
+struct Slots(Mutex<HashMap<PeerKey, usize>>);
 
 /// One connection's place; given back on drop.
 struct Slot {
     slots: Arc<Slots>,
-    ip: IpAddr,
+    ip: PeerKey,
 }
 
 impl Slots {
     /// A place for a connection from `ip`, within `max` in all and
-    /// `per_peer` from one address; the last `reserved` only for an address
-    /// that holds none.
-    fn take(self: &Arc<Self>, ip: IpAddr, max: usize, per_peer: usize, reserved: usize) -> Option<Slot> {
+    /// `per_peer` from one peer; the last `reserved` only for a peer that
+    /// holds none.
+    fn take(self: &Arc<Self>, ip: PeerKey, max: usize, per_peer: usize, reserved: usize) -> Option<Slot> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = held.values().sum();
         let mine = held.entry(ip).or_default();
@@ -206,6 +257,7 @@ async fn accept(
     probes: Probes,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut local = Local::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -220,8 +272,8 @@ async fn accept(
             _ = stop.changed() => return,
         };
         // A v4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d: one
-        // address, one count.
-        let ip = peer.ip().to_canonical();
+        // address, one count; the node's own addresses are one peer.
+        let ip = local.key(peer.ip().to_canonical());
         let Some(slot) = slots.take(ip, MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) else {
             // A lane place is given back when its connection ends.
             if let Some(place) = probes.lane.take(ip, LANE, LANE_PER_PEER, 0) {
@@ -241,6 +293,7 @@ async fn accept(
             }
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
+                .keep_alive(false)
                 .header_read_timeout(HEAD_TIMEOUT)
                 .max_buf_size(MAX_HEAD)
                 .serve_connection(TokioIo::new(stream), service);

@@ -2,6 +2,7 @@
 //! clients cannot hold its memory or starve /metrics and the probes.
 
 use super::*;
+use integration_tests::net::{NODE_IP, NetPair, POD_IP};
 
 fn vm_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -16,31 +17,47 @@ fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
 }
 
-/// A connection to the daemon from loopback address `from`.
-fn connect_from(d: &Daemon, from: [u8; 4]) -> Option<std::net::TcpStream> {
+/// A connection to the daemon at `to` from address `from`, made where the
+/// calling thread's network namespace is.
+fn connect(to: std::net::SocketAddr, from: [u8; 4]) -> Option<std::net::TcpStream> {
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
     sock.bind(&std::net::SocketAddr::from((from, 0)).into()).ok()?;
-    sock.connect_timeout(&d.addr.into(), Duration::from_secs(2)).ok()?;
+    sock.connect_timeout(&to.into(), Duration::from_secs(2)).ok()?;
     let s: std::net::TcpStream = sock.into();
     s.set_write_timeout(Some(Duration::from_millis(200))).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
     Some(s)
 }
 
-/// GET `/metrics` from loopback address `from`: the status.
-fn scrape_from(d: &Daemon, from: [u8; 4]) -> Option<u16> {
+/// A connection to the daemon from its node's address `from` (a loopback
+/// address, or the node's own): what a hostNetwork pod can make.
+fn connect_from(d: &Daemon, from: [u8; 4]) -> Option<std::net::TcpStream> {
+    let (to, ns) = (d.addr, d.netns.clone());
+    match ns {
+        Some(ns) => NetPair::run_in(&ns, move || connect(to, from)),
+        None => connect(to, from),
+    }
+}
+
+/// GET `/metrics` as Prometheus does, from a pod's address on another
+/// network (`NetPair`'s pod): the status.
+fn scrape_from_pod(d: &Daemon, pair: &NetPair) -> Option<u16> {
     use std::io::{Read, Write};
-    let mut s = connect_from(d, from)?;
-    write!(s, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    buf.split_whitespace().nth(1)?.parse().ok()
+    let to = d.addr;
+    NetPair::run_in(&pair.pod, move || {
+        let mut s = connect(to, POD_IP)?;
+        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        buf.split_whitespace().nth(1)?.parse().ok()
+    })
 }
 
 /// The three loads of the issue: clients asking for /audit and never
 /// reading; clients sending 380 KiB of a request head that never ends;
 /// clients leaving a request line half sent. `addresses` spreads them over
-/// loopback addresses (pods). Returns what it keeps open.
+/// the node's loopback addresses (a hostNetwork pod has them all). Returns
+/// what it keeps open.
 fn http_loads(d: &Daemon, readers: usize, endless: usize, half: usize, addresses: u8) -> Vec<std::net::TcpStream> {
     use std::io::Write;
     let mut held = Vec::new();
@@ -81,7 +98,7 @@ fn http_loads(d: &Daemon, readers: usize, endless: usize, half: usize, addresses
 /// byte: +120 MiB for these loads, 1,000 fds still held after 40 s.
 #[test]
 fn slow_and_endless_http_clients_cannot_hold_the_agents_memory_or_starve_metrics() {
-    if !can_run(&[]) {
+    if !can_run(&["ip", "nsenter"]) {
         return;
     }
     let t = TestCgroup::new("http-flood");
@@ -89,20 +106,24 @@ fn slow_and_endless_http_clients_cannot_hold_the_agents_memory_or_starve_metrics
     let dev = Prog::load("", "device");
     let attached: Vec<Attached> =
         (0..400).map(|i| Attached::new(&t.mkdir(&format!("/c{i}")), &dev, ALLOW_MULTI)).collect();
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    let pair = NetPair::new("flood");
+    let d = Daemon::start_in_netns(&pair.node, &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
     ready(&d);
     let pid = d.child.id();
-    let audit_len = d.get("/audit").1.len();
+    let audit_len = NetPair::run_in(&pair.node, {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], d.addr.port()));
+        move || http_get(addr, "/audit").map_or(0, |(_, b)| b.len())
+    });
     assert!(audit_len > 100_000, "{audit_len}");
     let (rss0, fds0) = (vm_rss_kib(pid), open_fds(pid));
 
     // One pod (one address) cannot take the slots Prometheus needs.
     let held = http_loads(&d, 8, 200, 1000, 1);
-    assert_eq!(scrape_from(&d, [127, 0, 0, 2]), Some(200), "/metrics starved by one pod:\n{}", d.logs());
+    assert_eq!(scrape_from_pod(&d, &pair), Some(200), "/metrics starved by one pod:\n{}", d.logs());
     drop(held);
 
     // Spread over 250 addresses: the caps, the head size limit (16 KiB)
-    // and the head timeout (5 s) bound what they hold, and free it.
+    // and the head timeout (2 s) bound what they hold, and free it.
     let held = http_loads(&d, 8, 200, 1000, 250);
     let (peak, fds_during) = (vm_rss_kib(pid), open_fds(pid));
     std::thread::sleep(Duration::from_secs(6));
@@ -114,7 +135,7 @@ fn slow_and_endless_http_clients_cannot_hold_the_agents_memory_or_starve_metrics
     // 64 slots, and the probe lane's 256 connections of half a second each.
     assert!(fds_during <= fds0 + 64 + 256 + 2, "{fds_during} fds held (was {fds0})");
     assert!(fds_after <= fds0 + 8 + 2, "{fds_after} fds still held after the head timeout (was {fds0})");
-    assert_eq!(scrape_from(&d, [127, 0, 0, 2]), Some(200));
+    assert_eq!(scrape_from_pod(&d, &pair), Some(200));
     drop(held);
     drop(attached);
 }
@@ -193,9 +214,10 @@ fn idle_connections_from_the_probes_own_address_cannot_starve_the_probes() {
 }
 
 /// Keeps `per_address` connections that never send a byte open from each
-/// of `addresses` (loopback addresses a hostNetwork pod has: the node's
-/// own, cni0's, every ClusterIP on kube-ipvs0), topping them up as the
-/// agent closes them, until dropped; then says how many it opened.
+/// of `addresses` (the node's addresses a hostNetwork pod has: loopback's,
+/// the node's own, cni0's, every ClusterIP on kube-ipvs0), topping them up
+/// as the agent closes them, until dropped; then says how many it opened.
+/// Its thread runs in the daemon's network namespace.
 struct Silent {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<usize>>,
@@ -204,8 +226,12 @@ struct Silent {
 impl Silent {
     fn hold(d: &Daemon, addresses: Vec<[u8; 4]>, per_address: usize) -> Silent {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (addr, flag) = (d.addr, stop.clone());
+        let (addr, flag, netns) = (d.addr, stop.clone(), d.netns.clone());
         let thread = std::thread::spawn(move || {
+            if let Some(ns) = netns {
+                let fd = std::fs::File::open(ns).expect("the daemon's netns");
+                nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            }
             let mut held: Vec<([u8; 4], std::net::TcpStream)> = Vec::new();
             let mut opened = 0;
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
@@ -253,21 +279,21 @@ impl Drop for Silent {
 /// Issue 36, M3 [hostNetwork]: 8 silent connections from each of 8 local
 /// addresses took every one of the 64 slots, and /metrics from a ninth
 /// address answered 0 of 10 scrapes. A connection that sends nothing
-/// within a second is closed now, and slots are kept for addresses that
-/// hold none.
+/// within a second is closed now, and the node's addresses are one peer.
 #[test]
 fn silent_connections_from_eight_addresses_cannot_starve_metrics_from_a_ninth() {
-    if !can_run(&[]) {
+    if !can_run(&["ip", "nsenter"]) {
         return;
     }
     let t = TestCgroup::new("slots-starve");
-    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    let pair = NetPair::new("starve");
+    let d = Daemon::start_in_netns(&pair.node, &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
     ready(&d);
     let silent = Silent::hold(&d, (0..8).map(|i| [127, 0, 2, 1 + i]).collect(), 8);
     std::thread::sleep(Duration::from_millis(500));
     let mut answered = 0;
     for _ in 0..10 {
-        if scrape_from(&d, [127, 0, 2, 100]) == Some(200) {
+        if scrape_from_pod(&d, &pair) == Some(200) {
             answered += 1;
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -338,4 +364,113 @@ fn ipv4_loopback_on_the_dual_stack_socket_is_loopback() {
     ready(&d);
     assert_eq!(d.get("/audit").0, 200, "{}", d.logs());
     assert_eq!(d.get("/events").0, 200);
+}
+
+/// Keeps `per_address` connections from each of `addresses` that are never
+/// silent: each sends `GET / HTTP/1.1` and the blank line one byte every
+/// 200 ms (the head whole in 3.6 s, past the first-byte rule), reads the
+/// answer, and starts again, until dropped. Issue 36's red team held every
+/// slot so from 22 loopback addresses. Returns how many requests it began.
+struct Drip {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<usize>>,
+}
+
+impl Drip {
+    fn start(d: &Daemon, addresses: &[[u8; 4]], per_address: usize) -> Drip {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for &from in addresses {
+            for _ in 0..per_address {
+                let (to, flag, netns) = (d.addr, stop.clone(), d.netns.clone());
+                threads.push(std::thread::spawn(move || {
+                    use std::io::{Read, Write};
+                    if let Some(ns) = netns {
+                        let fd = std::fs::File::open(ns).expect("the daemon's netns");
+                        nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+                    }
+                    let mut begun = 0;
+                    let stopped = || flag.load(std::sync::atomic::Ordering::Relaxed);
+                    while !stopped() {
+                        let Some(mut s) = connect(to, from) else {
+                            std::thread::sleep(Duration::from_millis(100));
+                            continue;
+                        };
+                        // Request after request on the one connection, as
+                        // long as the agent keeps it.
+                        'requests: while !stopped() {
+                            begun += 1;
+                            for b in b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" {
+                                if stopped() || s.write_all(&[*b]).is_err() {
+                                    break 'requests;
+                                }
+                                std::thread::sleep(Duration::from_millis(200));
+                            }
+                            // The answer: its head, then content-length bytes.
+                            let mut head = Vec::new();
+                            let mut byte = [0u8; 1];
+                            while !head.ends_with(b"\r\n\r\n") {
+                                if !matches!(s.read(&mut byte), Ok(1)) {
+                                    break 'requests;
+                                }
+                                head.push(byte[0]);
+                            }
+                            let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                            let len: usize = text
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(0);
+                            let mut body = vec![0u8; len];
+                            if s.read_exact(&mut body).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    begun
+                }));
+            }
+        }
+        Drip { stop, threads }
+    }
+
+    fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.threads.into_iter().map(|t| t.join().unwrap_or(0)).sum()
+    }
+}
+
+/// Issue 36's red team, round 5 [hostNetwork]: connections that are never
+/// silent (a byte every 200 ms, the head whole in 3.6 s) from 6 loopback
+/// addresses x 12 and 16 more x 3 held all 64 slots for their 30 s lives:
+/// /metrics from elsewhere answered 0 of 20. Every address of the node
+/// counts as one peer now, a head must be whole within 2 s, and a
+/// connection serves one request.
+#[test]
+fn dripping_requests_from_the_nodes_addresses_cannot_starve_metrics() {
+    if !can_run(&["ip", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("slots-drip");
+    let pair = NetPair::new("drip");
+    let d = Daemon::start_in_netns(&pair.node, &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    let mut addresses: Vec<[u8; 4]> = (1..=6).map(|i| [127, 0, 1, i]).collect();
+    let drip = Drip::start(&d, &addresses, 12);
+    addresses = (1..=16).map(|i| [127, 0, 3, i]).collect();
+    // And the node's own address, which a hostNetwork pod has too.
+    addresses.push(NODE_IP);
+    let drip2 = Drip::start(&d, &addresses, 3);
+    std::thread::sleep(Duration::from_secs(4));
+    let mut answered = 0;
+    for _ in 0..20 {
+        if scrape_from_pod(&d, &pair) == Some(200) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let begun = drip.stop() + drip2.stop();
+    eprintln!("/metrics from a pod: {answered} of 20 answered; {begun} dripping requests begun");
+    assert!(begun >= 123, "the attack did not run: {begun}");
+    assert_eq!(answered, 20, "/metrics starved by dripping requests:\n{}", d.logs());
 }

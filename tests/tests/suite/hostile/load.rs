@@ -319,3 +319,57 @@ fn a_tenant_filling_every_hook_cannot_push_the_daemon_over_its_limit() {
     assert_eq!(metric_value(&metrics, "cgaudit_socket_lb_misattached_truncated"), Some(30.0 * 768.0 - 64.0));
     assert_eq!(metrics.lines().filter(|l| l.starts_with("cgaudit_socket_lb_misattached_programs{")).count(), 30);
 }
+
+/// Issue 36's red team, round 5, attack 1 [CAP_BPF, CAP_NET_ADMIN, a
+/// delegated cgroupfs]: 70 BestEffort pod cgroups with one harmless
+/// program on each socket-LB hook (910 attachments) filled the 64
+/// findings and 64 series the caps allow, all sorting before the
+/// Burstable pod of the real misattachment (Cilium's, the seed): its
+/// series never reached /metrics and its alert never fired. A program no
+/// owner is proven to own is a warning now, and the proven owners' come
+/// first in every list and family.
+#[test]
+fn a_tenants_many_cgroups_cannot_push_the_real_misattachment_out_of_the_alert() {
+    use std::io::BufRead;
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("hide");
+    let ctr = t.mkdir(&cgroupfs_container("burstable", SEED_POD_UID, SEED_CONTAINER));
+    let mount = tempfile::tempdir().unwrap();
+    let _cilium = integration_tests::owners::OwnerAgent::start(
+        agent::owner::Owner::Cilium,
+        mount.path(),
+        &["--join", ctr.to_str().unwrap(), "--private-cgroupns", "--private-mountns"],
+        &ctr,
+    );
+    let mut child = std::process::Command::new(fixture_bin())
+        .arg("attach-flood")
+        .arg(&t.path)
+        .args(["70", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fixture attach-flood");
+    let out = child.stdout.take().unwrap();
+    let _flood = Stopped(child);
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready 910");
+
+    let report = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]).json();
+    let below: Vec<&serde_json::Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    assert_eq!(below[0]["owner"], "cilium", "the proven owner's first: {:#}", below[0]);
+    assert_eq!(below[0]["severity"], "critical");
+
+    let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    let series = r#"cgaudit_socket_lb_misattached_programs{owner="cilium",severity="critical"}"#;
+    assert!(wait_until(Duration::from_secs(10), || d.metric(series).is_some()), "{}", d.get("/metrics").1);
+    let scrape = d.get("/metrics").1;
+    assert!(metric_value(&scrape, r#"cgaudit_socket_lb_misattached{owner="cilium",severity="critical"}"#).is_some());
+    assert_eq!(
+        metric_value(&scrape, r#"cgaudit_findings{kind="socket_lb_below_root",severity="critical"}"#),
+        Some(1.0)
+    );
+}
