@@ -25,6 +25,9 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("unshare", "util-linux"),
     ("nsenter", "util-linux"),
     ("setpriv", "util-linux"),
+    // Network namespaces and a veth pair of the suite's own (the HTTP
+    // tests' pod on another address).
+    ("ip", "iproute2"),
     ("promtool", "prometheus"),
     ("prometheus", "prometheus"),
     // The inhibit rules' checks, and the Alertmanager the alert test sends to.
