@@ -25,10 +25,12 @@ pub struct KernelLayout {
     pub kn_parent: u32,
     pub kn_name: u32,
     pub kn_id: u32,
-    /// `struct bpf_prog_list`: `node`, `prog`, `link`.
+    /// `struct bpf_prog_list`: `node`, `prog`, `link`, and `flags` (6.15+;
+    /// 0 where the kernel has none).
     pub pl_node: u32,
     pub pl_prog: u32,
     pub pl_link: u32,
+    pub pl_flags: u32,
     /// `struct bpf_cgroup_link.link`, then `struct bpf_link`: `id`, `prog`.
     pub cgroup_link_link: u32,
     pub link_id: u32,
@@ -98,7 +100,9 @@ pub struct HookRecord {
     pub link_id: u32,
     /// The cgroup's `bpf.flags[atype]` (what `BPF_PROG_QUERY` reports).
     pub flags: u32,
-    pub _pad: u32,
+    /// The program's own `bpf_prog_list.flags` (`BPF_F_PREORDER`; 0 on
+    /// kernels without them).
+    pub prog_flags: u32,
 }
 
 /// Counters the program keeps in its `STATUS` array: records the ring

@@ -46,6 +46,7 @@ static LAYOUT: KernelLayout = KernelLayout {
     pl_node: 0,
     pl_prog: 0,
     pl_link: 0,
+    pl_flags: 0,
     cgroup_link_link: 0,
     link_id: 0,
     link_prog: 0,
@@ -171,6 +172,7 @@ fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
         (prog, 0)
     };
     if prog != 0 {
+        let prog_flags = if l.pl_flags != 0 { read_u32(pl + l.pl_flags as u64)? } else { 0 };
         let record = HookRecord {
             kind: KIND_ATTACH,
             atype: w.atype,
@@ -178,7 +180,7 @@ fn program(l: &KernelLayout, w: &mut HookWalk) -> Option<()> {
             prog_id: prog_id(l, prog)?,
             link_id,
             flags: w.flags,
-            _pad: 0,
+            prog_flags,
         };
         if CGROUP_RECORDS.output::<HookRecord>(&record, 0).is_err() {
             bump(STATUS_DROPPED);

@@ -34,6 +34,12 @@ pub enum Feature {
     MemlockAccounting,
     /// `/sys/kernel/btf/vmlinux` mapped rather than copied (6.16+).
     BtfMmap,
+    /// Each program's own flags (`bpf_prog_list.flags`, 6.15+, read by the
+    /// in-kernel walk; `BPF_PROG_QUERY` gives a cgroup hook's flags only):
+    /// what shows `BPF_F_PREORDER`.
+    ProgramFlags,
+    /// A hook's revision on `BPF_PROG_QUERY` of a cgroup (6.16+).
+    QueryRevision,
 }
 
 impl Feature {

@@ -66,6 +66,7 @@ pub fn attach(s: &mut Snapshot, cgroup: &str, cgroup_id: u64, hook: &str, prog_i
         attach_flags: AttachFlags::Multi,
         prog_id,
         link_id: None,
+        preorder: Some(false),
     });
 }
 

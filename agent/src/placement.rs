@@ -173,6 +173,7 @@ impl<'a> Placement<'a> {
                 attach_flags: a.flags,
                 prog_id: a.prog_id,
                 link_id: None,
+                preorder: a.preorder(),
             }));
         }
         if let Place::Pod { uid } = &place {
@@ -304,7 +305,7 @@ mod tests {
     }
 
     fn att(hook: &str, flags: AttachFlags, prog_id: u32) -> Attached {
-        Attached { attach_type: t(hook), flags, prog_id }
+        Attached { attach_type: t(hook), flags, prog_id, prog_flags: None }
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct AttachmentOut {
     pub prog_type: Option<ProgType>,
     pub prog_tag: Option<String>,
     pub link_id: Option<u32>,
+    /// Attached with `BPF_F_PREORDER`: it runs first; null where not known
+    /// (the README's JSON fields).
+    pub preorder: Option<bool>,
     pub owner: Owner,
     /// What proves it `owner`'s (`held`, `pinned`, `attached_by_agent`,
     /// `agent_in_cgroup`, `mount_rooted`, `at_root`, `named`, `allowed`);
@@ -241,6 +244,7 @@ impl Report {
                     prog_type: p.map(|p| p.prog_type),
                     prog_tag: p.map(|p| p.tag.clone()),
                     link_id: a.link_id,
+                    preorder: a.preorder,
                     owner: owned.owner,
                     proof: owned.proof,
                     named_like: owned.named_like,

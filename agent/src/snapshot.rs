@@ -35,6 +35,11 @@ pub struct Attachment {
     pub prog_id: u32,
     /// The bpf_link holding it, when it was attached with `BPF_LINK_CREATE`.
     pub link_id: Option<u32>,
+    /// Attached with `BPF_F_PREORDER` (6.15): it runs before the hook's
+    /// other programs and those of the cgroups below, not in attach order.
+    /// `None` where not known (the syscall walk; kernels before 6.15 have
+    /// no such flag: false).
+    pub preorder: Option<bool>,
 }
 
 /// A pod's own cgroup, the cgroups below it where its processes live, and
@@ -244,6 +249,11 @@ pub enum Change {
         prog_id: Option<u32>,
         /// The link created, updated or detached.
         link_id: Option<u32>,
+        /// The call's flags, as `/events` names them (`allow_multi`,
+        /// `replace`, the mprog API's `before`, `after`, `id`, `link`,
+        /// `preorder`); a bit this agent does not know is shown in hex and
+        /// never refuses the call's event.
+        #[serde(serialize_with = "serialize_call_flags")]
         flags: u32,
         /// Which fields came through the caller's file descriptors, or
         /// that its arguments could not be read at all (`Hints`).
@@ -310,6 +320,30 @@ impl Serialize for Hints {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.names())
     }
+}
+
+/// The names of an attach call's flag bits.
+pub fn call_flag_names(flags: u32) -> Vec<String> {
+    const NAMES: [(u32, &str); 8] = [
+        (1, "allow_override"),
+        (1 << 1, "allow_multi"),
+        (1 << 2, "replace"),
+        (1 << 3, "before"),
+        (1 << 4, "after"),
+        (1 << 5, "id"),
+        (crate::bpf::query::BPF_F_PREORDER, "preorder"),
+        (1 << 13, "link"),
+    ];
+    let known = NAMES.iter().fold(0, |all, (b, _)| all | b);
+    let mut out: Vec<String> = NAMES.iter().filter(|(b, _)| flags & b != 0).map(|(_, n)| (*n).to_owned()).collect();
+    if flags & !known != 0 {
+        out.push(format!("{:#x}", flags & !known));
+    }
+    out
+}
+
+fn serialize_call_flags<S: serde::Serializer>(flags: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(call_flag_names(*flags))
 }
 
 fn serialize_name<S: serde::Serializer>(name: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -501,5 +535,18 @@ mod tests {
         assert_eq!(serde_json::to_value(h).unwrap(), serde_json::json!(["cgroup", "unread"]));
         assert_eq!(Hints::from_wire(1 << 20), Hints::default());
         assert!((Hints::PROG | Hints::LINK).contains(Hints::LINK));
+    }
+}
+
+#[cfg(test)]
+mod call_flags {
+    use super::call_flag_names;
+
+    #[test]
+    fn known_bits_are_named_and_unknown_ones_shown_not_refused() {
+        assert_eq!(call_flag_names(0), Vec::<String>::new());
+        assert_eq!(call_flag_names(2), ["allow_multi"]);
+        assert_eq!(call_flag_names(2 | 8 | 32 | 64), ["allow_multi", "before", "id", "preorder"]);
+        assert_eq!(call_flag_names(1 << 13 | 1 << 30), ["link", "0x40000000"]);
     }
 }

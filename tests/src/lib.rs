@@ -87,6 +87,13 @@ pub fn what_was_found(mut report: serde_json::Value) -> serde_json::Value {
         for how in ["walk", "kernel_features", "generated_at"] {
             r.remove(how);
         }
+        // Each program's own flags are the in-kernel walk's to read
+        // (`BPF_PROG_QUERY` does not give them): the syscall walk says null.
+        if let Some(atts) = r.get_mut("attachments").and_then(|a| a.as_array_mut()) {
+            for a in atts.iter_mut().filter_map(|a| a.as_object_mut()) {
+                a.remove("preorder");
+            }
+        }
     }
     report
 }

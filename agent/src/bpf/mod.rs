@@ -17,6 +17,7 @@ pub mod sys;
 pub use attach_type::{AttachFlags, AttachType};
 pub use command::BpfCommand;
 pub use prog_type::ProgType;
+pub use query::{BPF_F_PREORDER, Revisions};
 
 /// An error from a library (aya) in one line: its message, then each cause
 /// in its `source()` chain that the message does not already quote (aya's

@@ -39,6 +39,7 @@ const _: () = {
     assert!(size_of::<CgroupRecord>() == CGROUP_RECORD_HEADER + NAME_SIZE);
     assert!(offset_of!(HookRecord, atype) == 4 && offset_of!(HookRecord, prog_id) == 16);
     assert!(offset_of!(HookRecord, link_id) == 20 && offset_of!(HookRecord, flags) == 24);
+    assert!(offset_of!(HookRecord, prog_flags) == 28);
 };
 
 /// Why the in-kernel walk could not give an answer.
@@ -175,6 +176,8 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
         pl_node: off("bpf_prog_list", "node")?,
         pl_prog: off("bpf_prog_list", "prog")?,
         pl_link: off("bpf_prog_list", "link")?,
+        // Its own flags (BPF_F_PREORDER): 6.15's; never at offset 0.
+        pl_flags: off("bpf_prog_list", "flags").unwrap_or(0),
         cgroup_link_link: off("bpf_cgroup_link", "link")?,
         link_id: off("bpf_link", "id")?,
         link_prog: off("bpf_link", "prog")?,
@@ -185,6 +188,16 @@ pub fn kernel_layout(types: &Types<'_>) -> Result<Kernel, BtfError> {
     if !matches!(layout.flags_size, 1 | 4) {
         return Err(BtfError::Missing(format!("u8 or u32 cgroup_bpf.flags (kernel has {} bytes)", layout.flags_size)));
     }
+    crate::features::record(
+        crate::features::Feature::ProgramFlags,
+        if layout.pl_flags != 0 {
+            crate::features::Verdict::yes_as("bpf_prog_list.flags: BPF_F_PREORDER read by the in-kernel walk")
+        } else {
+            crate::features::Verdict::no(
+                "this kernel's bpf_prog_list has no flags (before 6.15): no program runs first",
+            )
+        },
+    );
     Ok(Kernel { layout, hooks })
 }
 
@@ -196,6 +209,9 @@ pub struct HookProgram {
     pub prog_id: u32,
     pub link_id: u32,
     pub flags: u32,
+    /// Its own flags (`BPF_F_PREORDER`): 0 on kernels without them (no
+    /// program can run first there).
+    pub prog_flags: Option<u32>,
 }
 
 /// One cgroup as the iterator saw it.
@@ -233,7 +249,13 @@ fn decode_cgroup(b: &[u8]) -> Option<IterCgroup> {
 }
 
 fn decode_attach(b: &[u8]) -> Option<HookProgram> {
-    Some(HookProgram { atype: u32_at(b, 4)?, prog_id: u32_at(b, 16)?, link_id: u32_at(b, 20)?, flags: u32_at(b, 24)? })
+    Some(HookProgram {
+        atype: u32_at(b, 4)?,
+        prog_id: u32_at(b, 16)?,
+        link_id: u32_at(b, 20)?,
+        flags: u32_at(b, 24)?,
+        prog_flags: Some(u32_at(b, 28)?),
+    })
 }
 
 /// Largest ring buffer a pass may use: its pages are the agent's memory

@@ -111,7 +111,12 @@ fn iterated(w: &Walker, root: BorrowedFd<'_>, names_after: u64) -> Result<Sweep,
             .iter()
             .filter_map(|p| {
                 let attach_type = hooks.get(p.atype as usize).and_then(|h| h.1)?;
-                Some(Attached { attach_type, flags: AttachFlags::from_kernel(p.flags), prog_id: p.prog_id })
+                Some(Attached {
+                    attach_type,
+                    flags: AttachFlags::from_kernel(p.flags),
+                    prog_id: p.prog_id,
+                    prog_flags: p.prog_flags,
+                })
             })
             .collect();
         if !progs.is_empty() {

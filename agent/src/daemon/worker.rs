@@ -177,6 +177,9 @@ pub struct Worker {
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
+    /// What re-reads read of each hook holding programs, by revision:
+    /// an unchanged hook is not read again (6.16+).
+    revisions: crate::bpf::query::Revisions,
 }
 
 impl Worker {
@@ -206,6 +209,7 @@ impl Worker {
             namer,
             lost_seen: 0,
             pending_rereads: BTreeSet::new(),
+            revisions: Default::default(),
         }
     }
 

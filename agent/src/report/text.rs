@@ -232,9 +232,13 @@ impl Report {
                 s.line(format_args!("{full}"));
                 *last = Some(&a.cgroup);
             }
-            let flags = match a.attach_flags {
-                AttachFlags::None => "",
-                f => f.as_str(),
+            // Where the order is not the default (attach order), say so:
+            // a BPF_F_PREORDER program runs before the others.
+            let flags = match (a.attach_flags, a.preorder == Some(true)) {
+                (AttachFlags::None, false) => String::new(),
+                (AttachFlags::None, true) => "preorder".to_owned(),
+                (f, false) => f.as_str().to_owned(),
+                (f, true) => format!("{},preorder", f.as_str()),
             };
             s.line(format_args!(
                 "    {:<8} {:<15} {:<15} {:<26} {:<8} {}",

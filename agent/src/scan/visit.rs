@@ -179,10 +179,11 @@ pub fn read_cgroup(
     hooks: &[AttachType],
     processes: bool,
     ctx: &WalkContext<'_>,
+    seen: &mut query::Revisions,
 ) -> Result<(Vec<query::Attached>, Vec<ProcessRef>), VisitError> {
     let mut raw = Vec::new();
     let support = Support { supported: hooks.to_vec(), unsupported: Vec::new() };
-    query::attached(fd, &support, &mut raw).map_err(|e| VisitError::syscall("query", &e))?;
+    query::attached_since(fd, id, &support, seen, &mut raw).map_err(|e| VisitError::syscall("query", &e))?;
     let processes = if processes && id != ctx.root_id && raw.iter().any(|a| crate::owner::is_root_hook(a.attach_type)) {
         host::processes(fd, ctx.proc)
     } else {
@@ -260,6 +261,7 @@ pub fn iter_cgroups(
                     attach_type: t,
                     flags: AttachFlags::from_kernel(p.flags),
                     prog_id: p.prog_id,
+                    prog_flags: p.prog_flags,
                 }),
                 None => stats.errors.push(WalkError {
                     cgroup: format!("/{}", crate::text::shown(&path)),

@@ -210,3 +210,56 @@ fn link_to_a_removed_cgroup_is_defunct() {
     assert_eq!(f[0]["attach_type"], "connect4");
     assert_eq!(f[0]["severity"], "warning");
 }
+
+/// Issue 37, 5: a program attached with `BPF_F_PREORDER` (6.15) runs
+/// before the others of its hook, not in attach order; the in-kernel walk
+/// reads it from `bpf_prog_list.flags`, and the table shows it. The syscall
+/// walk cannot know (`BPF_PROG_QUERY`'s `prog_attach_flags` repeat the
+/// hook's flags for cgroup hooks) and says null, never false. Decided by trying the
+/// attach once: a kernel that refuses the flag has no such program, and
+/// the audit says what it found of the kernel.
+#[test]
+fn a_preorder_program_is_shown_running_first_by_both_walks() {
+    if !can_run(&[]) {
+        return;
+    }
+    let t = TestCgroup::new("preorder");
+    let first = Prog::load("cil_sock4_connect", "connect4");
+    let late = Prog::load("mesh_connect4", "connect4");
+    let _a = Attached::new(&t.path, &first, ALLOW_MULTI);
+    let cg = open_dir(&t.path);
+    let preorder = agent::bpf::BPF_F_PREORDER;
+    let taken = agent::bpf::sys::prog_attach(
+        std::os::fd::AsFd::as_fd(&cg),
+        std::os::fd::AsFd::as_fd(&late.fd),
+        late.hook.kernel_value(),
+        ALLOW_MULTI | preorder,
+    );
+    let _detach = DetachAll(t.path.clone());
+    for walk in ["bpf-iter", "syscalls"] {
+        let (_, report) = audit_json(&t, &["--walk", walk]);
+        let features = &report["kernel_features"];
+        assert!(features["query_revision"]["works"].is_boolean(), "tried, and said: {features:#}");
+        let a = |id: u32| report["attachments"].as_array().unwrap().iter().find(|a| a["prog_id"] == id).cloned();
+        // BPF_PROG_QUERY gives a cgroup hook's flags only: the syscall walk
+        // does not know (null), the in-kernel one reads each program's.
+        let (yes, no) = if walk == "syscalls" { (Value::Null, Value::Null) } else { (true.into(), false.into()) };
+        assert_eq!(a(first.id).unwrap()["preorder"], no, "{walk}");
+        match &taken {
+            Ok(()) => {
+                assert_eq!(a(late.id).unwrap()["preorder"], yes, "{walk}: {report:#}");
+                if walk == "bpf-iter" {
+                    assert_eq!(features["program_flags"]["works"], true, "{walk}: {features:#}");
+                }
+            }
+            Err(e) => {
+                assert_eq!(e.errno(), Some(libc::EINVAL), "the kernel refuses the flag it does not know: {e}");
+                assert!(a(late.id).is_none(), "not attached at all: {report:#}");
+            }
+        }
+    }
+    if taken.is_ok() {
+        let table = agent(&["audit", "--cgroup-root", t.path.to_str().unwrap()]).stdout;
+        assert!(table.contains("multi,preorder"), "{table}");
+    }
+}

@@ -17,9 +17,13 @@ use super::{Result, sys_bpf, sys_bpf_fd, zeroed_attr};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueryResult {
     /// `BPF_F_ALLOW_OVERRIDE` / `BPF_F_ALLOW_MULTI` of the attach point (0 for
-    /// effective queries).
+    /// effective queries). Bits this agent does not know are kept, never
+    /// refused.
     pub attach_flags: u32,
     pub prog_ids: Vec<u32>,
+    /// The hook's revision, which every change to it bumps (6.16+, the
+    /// mprog API on cgroups); 0 when the kernel does not give one.
+    pub revision: u64,
 }
 
 /// `BPF_PROG_QUERY` (kernel 4.15) of a cgroup directory fd.
@@ -40,10 +44,12 @@ pub fn prog_query(target: BorrowedFd<'_>, attach_type: u32, effective: bool) -> 
         // SAFETY: prog_ids points at `cap` u32s, the count we pass.
         match unsafe { sys_bpf("BPF_PROG_QUERY", bpf_cmd::BPF_PROG_QUERY, &mut attr) } {
             Ok(_) => {
-                // SAFETY: the kernel wrote back the `query` member.
-                let (flags, count) = unsafe { (attr.query.attach_flags, attr.query.__bindgen_anon_2.prog_cnt) };
+                // SAFETY: the kernel wrote back the `query` member (an
+                // older kernel leaves `revision` as we zeroed it).
+                let (flags, count, revision) =
+                    unsafe { (attr.query.attach_flags, attr.query.__bindgen_anon_2.prog_cnt, attr.query.revision) };
                 ids.truncate((count as usize).min(cap));
-                return Ok(QueryResult { attach_flags: flags, prog_ids: ids });
+                return Ok(QueryResult { attach_flags: flags, prog_ids: ids, revision });
             }
             Err(e) if e.errno() == Some(libc::ENOSPC) => {
                 // NB: the kernel wrote the real count back, but it may grow again
@@ -55,6 +61,19 @@ pub fn prog_query(target: BorrowedFd<'_>, attach_type: u32, effective: bool) -> 
             Err(e) => return Err(e),
         }
     }
+}
+
+/// A hook's program count and revision alone (`BPF_PROG_QUERY` with no
+/// id array): what a reader that skips unchanged hooks would call first.
+pub fn prog_query_revision(target: BorrowedFd<'_>, attach_type: u32) -> Result<(u32, u64)> {
+    let mut attr = zeroed_attr();
+    attr.query.__bindgen_anon_1.target_fd = target.as_raw_fd() as u32;
+    attr.query.attach_type = attach_type;
+    // SAFETY: no pointers: prog_ids and prog_cnt are 0, the kernel writes
+    // back the count and the revision only.
+    unsafe { sys_bpf("BPF_PROG_QUERY", bpf_cmd::BPF_PROG_QUERY, &mut attr) }?;
+    // SAFETY: the kernel wrote back the `query` member.
+    Ok(unsafe { (attr.query.__bindgen_anon_2.prog_cnt, attr.query.revision) })
 }
 
 /// Objects that `BPF_*_GET_NEXT_ID` enumerates.

@@ -82,7 +82,7 @@ fn without_the_tree_a_cgroup_call_asks_for_a_full_pass() {
 }
 
 fn multi(hook: &str, prog_id: u32) -> Attached {
-    Attached { attach_type: t(hook), flags: AttachFlags::Multi, prog_id }
+    Attached { attach_type: t(hook), flags: AttachFlags::Multi, prog_id, prog_flags: None }
 }
 
 fn call(command: BpfCommand, cgroup_id: Option<u64>, hook: &str, prog_id: u32, link_id: Option<u32>) -> Change {
@@ -196,8 +196,8 @@ fn effective_programs_follow_the_kernels_inheritance_rule() {
     // /kubepods exclusive, an override program on /kubepods/burstable:
     // the nearest runs; /kubepods (not multi) is skipped once one is
     // found; the root (multi) adds its own.
-    let none = Attached { attach_type: t("connect4"), flags: AttachFlags::None, prog_id: 20 };
-    let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30 };
+    let none = Attached { attach_type: t("connect4"), flags: AttachFlags::None, prog_id: 20, prog_flags: None };
+    let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30, prog_flags: None };
     p.set_hook(2, &c4, &[none], None);
     p.set_hook(3, &c4, &[over], None);
     assert_eq!(connect4(&pod_effective(&mut p)), [30, 10]);

@@ -172,6 +172,8 @@ impl Worker {
         self.verdict = Some(report.verdict());
         self.findings = report.findings.clone();
         self.picture = Some(picture);
+        // A full pass read every hook again: nothing is known to be unchanged.
+        self.revisions.clear();
         // The pass's own allocations (the walk, the last picture) go back
         // to the kernel, not into the next pass's peak.
         crate::bpf::sys::release_free_heap();

@@ -101,7 +101,7 @@ impl Worker {
         // nor its bytes stand in the way.
         let Some(names) = picture.names(cgroup_id) else { return false };
         let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
-            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx));
+            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx, &mut self.revisions));
         match read {
             Ok((attached, procs)) => {
                 // Programs attached by calls whose events named none (or

@@ -309,3 +309,40 @@ pub(super) fn deep_chain_bench(runs: usize) {
         );
     }
 }
+
+/// What a hook's revision (6.16+) could save a reader: `BPF_PROG_QUERY` of
+/// one hook holding 64 programs, with its id array (what the audit and the
+/// daemon read) and with none (count and revision only: the call a reader
+/// would make first to skip an unchanged hook), per call.
+pub fn revision_bench(calls: u32) {
+    use std::os::fd::AsFd;
+    let t = TestCgroup::new("bench-revision");
+    let progs: Vec<Prog> = (0..64).map(|i| Prog::load(&format!("bench_{i}"), "connect4")).collect();
+    let _a: Vec<Attached> = progs.iter().map(|p| Attached::new(&t.path, p, ALLOW_MULTI)).collect();
+    let cg = open_dir(&t.path);
+    let hook = progs[0].hook.kernel_value();
+    let (_, revision) = agent::bpf::sys::prog_query_revision(cg.as_fd(), hook).expect("query");
+    let time = |f: &dyn Fn()| {
+        let start = std::time::Instant::now();
+        for _ in 0..calls {
+            f();
+        }
+        start.elapsed().as_secs_f64() * 1e9 / f64::from(calls)
+    };
+    let full = time(&|| {
+        agent::bpf::sys::prog_query(cg.as_fd(), hook, false).expect("query");
+    });
+    let rev = time(&|| {
+        agent::bpf::sys::prog_query_revision(cg.as_fd(), hook).expect("query");
+    });
+    println!("BPF_PROG_QUERY of one hook holding 64 programs ({calls} calls each; revision {revision}):");
+    println!("  {:<44} {:>8.0} ns", "with the id array (the hook read whole)", full);
+    println!("  {:<44} {:>8.0} ns", "count and revision only", rev);
+    println!(
+        "  the daemon's re-read of a cgroup skips a hook whose revision has not moved: {:.0} ns saved a full hook; \
+         a tenant's cgroup with all 13 socket hooks full: {:.1} us -> {:.1} us",
+        full - rev,
+        13.0 * full / 1000.0,
+        13.0 * rev / 1000.0
+    );
+}

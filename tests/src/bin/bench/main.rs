@@ -125,6 +125,11 @@ fn main() {
         }
         return;
     }
+    // --revision: only what a hook's revision could save a reader.
+    if args.iter().any(|a| a == "--revision") {
+        revision_bench(100_000);
+        return;
+    }
     // --churn N [--rounds R]: only the daemon's cost on an N-cgroup node,
     // idle and under 5 starts/s, R times: the spread between identical runs.
     if let Some(n) = args.iter().position(|a| a == "--churn").and_then(|i| args.get(i + 1)?.parse::<usize>().ok()) {
@@ -142,6 +147,8 @@ fn main() {
         let sizes: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 50_000] };
         let runs = if quick { 3 } else { 5 };
         fixed_cost_bench(if quick { 5 } else { 11 });
+        println!();
+        revision_bench(if quick { 20_000 } else { 100_000 });
         println!();
         audit_bench("realistic (a device program per container)", sizes, 1, 1_000, runs);
         println!();
