@@ -158,7 +158,7 @@ impl Holder {
     pub fn new(comm: &str, fds: &[std::os::fd::BorrowedFd<'_>]) -> Holder {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
-        let bin = tempfile::Builder::new().prefix("cgaudit-holder-").tempdir_in("/var/tmp").expect("tempdir");
+        let bin = tempfile::Builder::new().prefix("cgaudit-holder-").tempdir().expect("tempdir");
         let fake = bin.path().join(comm);
         std::fs::copy(crate::spawn::fixture_bin(), &fake).expect("copy fixture");
         let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();

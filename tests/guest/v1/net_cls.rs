@@ -53,6 +53,8 @@ fn audit() -> Value {
 /// them at the real root, from Y; the audits of both).
 fn phase(tree: &RootTree, x: &Path, y: &Path) -> (bool, bool, Value, Value) {
     let lb = load_socket_lb();
+    // Held by Cilium's agent: Cilium's, wherever they are attached.
+    let _cilium = Holder::cilium_all(&lb);
     let below: Vec<Attached> = lb.iter().map(|p| Attached::new(x, p, ALLOW_MULTI)).collect();
     let from_x = probe(x).translated();
     let below_report = audit();
