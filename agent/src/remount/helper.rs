@@ -81,8 +81,10 @@ fn work(args: &Args, request: &Request) -> Result<(Observed, Option<Replaced>), 
     let proc_self = open_dir(&args.proc.join("self"))?;
     let proc_self_fd = open_dir(&args.proc.join("self/fd"))?;
     let pidfd = crate::os::inherited_fd(PIDFD).ok_or(Failure::Enter { pid: args.target_pid, errno: libc::EBADF })?;
-    // Only a change needs the node's cgroup namespace; looking needs none.
-    enter(pidfd.as_fd(), &args.proc, args.target_pid, matches!(request, Request::Apply { .. }))?;
+    // A look from the node's cgroup namespace too: a mount's root is then
+    // the cgroup's path on the node, as the change will see it, not as the
+    // caller's own namespace shows it (`/../..` from a debug pod).
+    enter(pidfd.as_fd(), &args.proc, args.target_pid)?;
     match request {
         Request::Observe { path } => Ok((mountpoint::inspect(proc_self.as_fd(), path)?.observed, None)),
         Request::Apply { path, action, expected, reference_root_id } => {
@@ -91,15 +93,14 @@ fn work(args: &Args, request: &Request) -> Result<(Observed, Option<Replaced>), 
     }
 }
 
-/// Enters, for a change (`node_cgroupns`), PID 1's cgroup namespace (the
-/// node's: a cgroup2 mount made next
+/// Enters PID 1's cgroup namespace (the node's: a cgroup2 mount made next
 /// is rooted at the root, whatever namespace the target's own processes see)
 /// and the target's mount namespace (where the mount is to be), as Cilium's
 /// init container does with `nsenter --cgroup=/proc/1/ns/cgroup
 /// --mount=...`. The target's mount namespace through its pidfd (5.8), else
 /// through `/proc/<pid>/ns/mnt`, then checking with the pidfd that the pid
 /// still is the process the caller meant.
-fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32, node_cgroupns: bool) -> Result<(), Failure> {
+fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32) -> Result<(), Failure> {
     let open = |who: u32, ns: &str| {
         let p = proc.join(format!("{who}/ns/{ns}"));
         rustix::fs::open(&p, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
@@ -124,9 +125,6 @@ fn enter(pidfd: BorrowedFd<'_>, proc: &Path, pid: u32, node_cgroupns: bool) -> R
         Err(e) => return Err(Failure::Enter { pid, errno: e.raw_os_error() }),
     }
     let cgroupns = cgroupns?;
-    if !node_cgroupns {
-        return Ok(());
-    }
     rustix::thread::move_into_link_name_space(cgroupns.as_fd(), Some(rustix::thread::LinkNameSpaceType::ControlGroup))
         .map_err(|e| Failure::Enter { pid: 1, errno: e.raw_os_error() })
 }

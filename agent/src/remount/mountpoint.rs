@@ -268,7 +268,7 @@ pub fn apply(
 ) -> Result<(Observed, Option<Replaced>), Failure> {
     let _lock = Lock::take()?;
     let mut now = inspect(proc_self, path)?;
-    if now.observed != *expected {
+    if !expected.is_still(&now.observed) {
         return Err(Failure::Changed {
             path: path.to_owned(),
             was: Box::new(expected.state.clone()),

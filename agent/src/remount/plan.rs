@@ -67,6 +67,24 @@ pub struct Observed {
     pub identity: Option<Identity>,
 }
 
+impl Observed {
+    /// Whether `now` is still what was planned on: the same directory, the
+    /// same mount and the same cgroup it is rooted at. A mount's
+    /// `mountinfo_root` is left out: it is that cgroup's path as the
+    /// reader's cgroup namespace shows it (`/../..` from a debug pod's own),
+    /// so two looks from two namespaces differ in it and nothing else.
+    pub fn is_still(&self, now: &Observed) -> bool {
+        let same_state = match (&self.state, &now.state) {
+            (
+                PathState::Mounted { fs_type: a, top_cgroup_id: Some(x), .. },
+                PathState::Mounted { fs_type: b, top_cgroup_id: Some(y), .. },
+            ) => a == b && x == y,
+            (a, b) => a == b,
+        };
+        same_state && self.identity == now.identity
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -164,6 +182,26 @@ mod tests {
 
     fn act(state: Observed) -> Action {
         plan("/run/cilium/cgroupv2".into(), state, 1).action
+    }
+
+    /// A look from a debug pod's own cgroup namespace and one from the
+    /// node's see one mount: the cgroup's path differs, nothing else.
+    #[test]
+    fn the_same_mount_seen_from_two_cgroup_namespaces_is_still_the_same() {
+        let id = Some(Identity { mount_id: 67, dev: 38, ino: 4242 });
+        let pod_view = Observed { identity: id, ..cg2(4242, "/../../kubepods/pod1/ctr") };
+        let node_view = Observed { identity: id, ..cg2(4242, "/kubepods/pod1/ctr") };
+        assert!(pod_view.is_still(&node_view));
+        // Another cgroup, another mount or another directory is a change.
+        assert!(!pod_view.is_still(&Observed { identity: id, ..cg2(4243, "/kubepods/pod1/ctr") }));
+        let moved = Some(Identity { mount_id: 68, dev: 38, ino: 4242 });
+        assert!(!pod_view.is_still(&Observed { identity: moved, ..node_view.clone() }));
+        let not_cgroup2 =
+            PathState::Mounted { fs_type: "tmpfs".into(), mountinfo_root: "/".into(), top_cgroup_id: None };
+        assert!(!pod_view.is_still(&Observed { state: not_cgroup2, identity: id }));
+        // Other states compare whole.
+        assert!(seen(PathState::Directory).is_still(&seen(PathState::Directory)));
+        assert!(!seen(PathState::Directory).is_still(&seen(PathState::NonEmpty { entries: 1 })));
     }
 
     #[test]
