@@ -217,6 +217,10 @@ impl Report {
         if self.attachments.is_empty() {
             s.line(format_args!("(no programs attached to any cgroup)"));
         }
+        // The verdict again where the eye ends up: after a long list of
+        // attachments the first line has scrolled away.
+        s.blank();
+        s.line(format_args!("{}", self.summary()));
         s.into_string()
     }
 

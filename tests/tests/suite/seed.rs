@@ -97,6 +97,7 @@ fn seed_table_output_leads_with_the_verdict() {
     eprintln!("{}", run.stdout);
     let first = run.stdout.lines().next().unwrap();
     assert!(first.starts_with("PROBLEM: "), "{first}");
+    assert_eq!(run.stdout.lines().last(), Some(first), "the verdict is the last line too, after the attachments");
     assert!(
         run.stdout.contains(&format!("[critical] socket_lb_below_root x10 at {}", cilium_container())),
         "one block for the ten programs"
