@@ -14,21 +14,26 @@ fn revision(workspace: &Path) -> String {
     if let Some(r) = std::env::var("CGAUDIT_REVISION").ok().filter(|r| !r.is_empty()) {
         return r;
     }
-    let git = workspace.join(".git");
+    let dot_git = workspace.join(".git");
     // HEAD names a branch whose ref file (or packed-refs) moves on commit.
     for f in ["HEAD", "packed-refs"] {
-        if git.join(f).exists() {
-            println!("cargo:rerun-if-changed={}", git.join(f).display());
+        if dot_git.join(f).exists() {
+            println!("cargo:rerun-if-changed={}", dot_git.join(f).display());
         }
     }
-    if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
+    if let Ok(head) = std::fs::read_to_string(dot_git.join("HEAD"))
         && let Some(r) = head.trim().strip_prefix("ref: ")
-        && git.join(r).exists()
+        && dot_git.join(r).exists()
     {
-        println!("cargo:rerun-if-changed={}", git.join(r).display());
+        println!("cargo:rerun-if-changed={}", dot_git.join(r).display());
     }
+    git(workspace, &["rev-parse", "--short=12", "HEAD"])
+}
+
+/// What `git ARGS` prints in `workspace`, trimmed, or "unknown".
+fn git(workspace: &Path, args: &[&str]) -> String {
     std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
+        .args(args)
         .current_dir(workspace)
         .output()
         .ok()
@@ -39,12 +44,26 @@ fn revision(workspace: &Path) -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// The day the source was committed (`git log`), or `$SOURCE_DATE_EPOCH`'s
+/// day when set (a reproducible build), else "unknown": a build's date, and
+/// the same for every build of one commit.
+fn build_date(workspace: &Path) -> String {
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        return humantime::format_rfc3339_seconds(at).to_string()[..10].to_owned();
+    }
+    git(workspace, &["log", "-1", "--format=%cs"])
+}
+
 fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
     let ebpf = Path::new(&manifest).join("../agent-ebpf");
     let ebpf = ebpf.canonicalize().expect("agent-ebpf next to agent");
     let workspace = Path::new(&manifest).join("..");
     println!("cargo:rustc-env=CGAUDIT_REVISION={}", revision(&workspace));
+    println!("cargo:rustc-env=CGAUDIT_BUILD_DATE={}", build_date(&workspace));
+    println!("cargo:rustc-env=CGAUDIT_TARGET={}", std::env::var("TARGET").unwrap_or_default());
     println!("cargo:rerun-if-env-changed=PATH");
     let on_path =
         std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bpf-linker").is_file()));

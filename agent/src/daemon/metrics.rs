@@ -92,6 +92,7 @@ pub struct Metrics {
     process: Registry,
     findings: IntGaugeVec,
     findings_by_owner: IntGaugeVec,
+    kernel_feature: IntGaugeVec,
     misattached: IntGaugeVec,
     misattached_cgroups: IntGaugeVec,
     misattached_truncated: IntGauge,
@@ -172,10 +173,18 @@ impl Metrics {
 
         let build = gauge_vec(
             "build_info",
-            "The agent's version, the commit it was built from and the architecture it was built for; always 1.",
-            &["version", "revision", "arch"],
+            "The agent's version, the commit it was built from, the architecture and target it was built for and the day of its commit (what `agent --version` says); always 1.",
+            &["version", "revision", "arch", "target", "build_date"],
         );
-        build.with_label_values(&[crate::build::VERSION, crate::build::REVISION, std::env::consts::ARCH]).set(1);
+        build
+            .with_label_values(&[
+                crate::build::VERSION,
+                crate::build::REVISION,
+                std::env::consts::ARCH,
+                crate::build::TARGET,
+                crate::build::BUILD_DATE,
+            ])
+            .set(1);
         let kernel_info = gauge_vec("kernel_info", "The running kernel's release; always 1.", &["release"]);
         kernel_info.with_label_values(&[kernel]).set(1);
         let process = Registry::new();
@@ -186,6 +195,11 @@ impl Metrics {
         let m = Metrics {
             process,
             findings: gauge_vec("findings", "Findings of the last audit, by kind and severity.", &["kind", "severity"]),
+            kernel_feature: gauge_vec(
+                "kernel_feature",
+                "What the running kernel takes, each feature tried once (the JSON's kernel_features): 1 on the series of its verdict, `works` true or false. Which nodes fell back to reading or to the syscall walk: cgaudit_kernel_feature{feature=\"fexit\",works=\"false\"}.",
+                &["feature", "works"],
+            ),
             findings_by_owner: gauge_vec(
                 "findings_by_owner",
                 "Findings of the last audit, by kind, severity and the owner they are about (only those present: what the alerts name).",
@@ -475,6 +489,20 @@ impl Metrics {
     pub fn set_hook_programs_max(&self, attach_type: AttachType, n: i64) {
         self.changed();
         self.hook_programs_max.with_label_values(&[attach_type.name()]).set(n);
+    }
+
+    /// What the kernel takes, as tried so far: one series per feature.
+    pub fn kernel_features(
+        &self,
+        found: &std::collections::BTreeMap<crate::features::Feature, crate::features::Verdict>,
+    ) {
+        self.changed();
+        self.kernel_feature.reset();
+        for (feature, verdict) in found {
+            self.kernel_feature
+                .with_label_values(&[feature.as_str(), if verdict.works { "true" } else { "false" }])
+                .set(1);
+        }
     }
 
     /// Publishes the findings of the node as it is now.

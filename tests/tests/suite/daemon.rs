@@ -186,7 +186,7 @@ fn normalise_scrape(scrape: &str, t: &TestCgroup) -> String {
             }
             let (head, _) = l.rsplit_once(' ').unwrap();
             let mut head = head.replace(name, "<T>");
-            for key in ["kernel", "attached_by", "version", "revision", "release"] {
+            for key in ["kernel", "attached_by", "version", "revision", "release", "build_date", "works"] {
                 if let Some(i) = head.find(&format!("{key}=\"")) {
                     let start = i + key.len() + 2;
                     let end = start + head[start..].find('"').unwrap();

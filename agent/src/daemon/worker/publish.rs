@@ -179,9 +179,12 @@ impl Worker {
         crate::bpf::sys::release_free_heap();
         self.rendered = None;
         self.shared.last_success.store(unix_now(), Ordering::Relaxed);
+        // What the kernel takes, as decided so far (the first pass has
+        // tried what the event source did not): one series per feature.
+        let found = crate::features::found();
+        self.shared.metrics.kernel_features(&found);
         if !self.shared.ready.swap(true, Ordering::Relaxed) {
-            // Once: the first pass has tried what the event source did not.
-            tracing::info!("kernel features: {}", crate::features::summary(&crate::features::found()));
+            tracing::info!("kernel features: {}", crate::features::summary(&found));
         }
         self.remediate(&report);
         self.schedule.pass_done(Instant::now(), took, untracked, jittered(self.config.interval));
