@@ -59,7 +59,7 @@ fn absolute_path(s: &str) -> Result<PathBuf, String> {
 /// Calico) attached below the root cgroup, which silently breaks Service
 /// traffic for every other pod on the node.
 #[derive(Debug, Parser)]
-#[command(name = "agent", version, max_term_width = 100)]
+#[command(name = "agent", version = crate::build::LONG_VERSION, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -162,10 +162,29 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Probe(ProbeArgs),
 
+    /// Copy this binary to DIR/agent, for a tool on the host to run it
+    /// (node-problem-detector's custom plugin): the image has no shell and
+    /// no `cp`, so the binary copies itself, from an init container that
+    /// mounts DIR. Atomic: a reader sees the old binary or the new one,
+    /// never half of one. Exit 0 installed, 2 not (the reason on stderr).
+    ///
+    /// Examples:
+    ///   agent install --to /host/usr/local/bin
+    ///   agent install --to /opt/npd/bin        # an init container's volume
+    #[command(verbatim_doc_comment)]
+    Install(InstallArgs),
+
     /// Internal: the single-threaded helper `remount` runs to enter the
     /// target's namespaces.
     #[command(name = "__remount-helper", hide = true)]
     RemountHelper(HelperArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The directory to put `agent` in (it must exist).
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]

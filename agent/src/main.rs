@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Command::Run(args) => ("run", agent::cmd::run::main(args)),
         Command::Remount(args) => ("remount", agent::cmd::remount::main(args)),
         Command::Probe(args) => ("probe", Ok(agent::cmd::probe::main(args))),
+        Command::Install(args) => ("install", agent::cmd::install::main(args)),
         Command::RemountHelper(args) => ("__remount-helper", Ok(agent::cmd::remount::helper(args))),
     };
     match result {

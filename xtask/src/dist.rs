@@ -195,11 +195,16 @@ pub fn image() -> Result<String> {
         let ctx_s = ctx.to_str().context("utf-8 path")?;
         let arch_tag = format!("{tag}-{arch}");
         let platform = format!("linux/{arch}");
+        let (version_arg, revision_arg) = (format!("VERSION={}", version()), format!("REVISION={}", revision()));
         run(&mut podman(&[
             "build",
             "--quiet",
             "--platform",
             &platform,
+            "--build-arg",
+            &version_arg,
+            "--build-arg",
+            &revision_arg,
             "--tag",
             &arch_tag,
             "--file",
@@ -219,6 +224,21 @@ pub fn image() -> Result<String> {
         version()
     );
     Ok(tag)
+}
+
+/// The commit the image is built from, as the agent reports it
+/// (`git rev-parse --short=12`), else "unknown".
+fn revision() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(workspace_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod flags;
+pub mod install;
 pub mod probe;
 pub mod remount;
 pub mod run;

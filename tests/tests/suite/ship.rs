@@ -46,7 +46,23 @@ fn static_binary_needs_nothing_installed() {
     assert!(is_static_elf(&bin), "{} has a dynamic loader", bin.display());
     let out = Command::new(&bin).arg("--version").output().unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("agent {}", env!("CARGO_PKG_VERSION")));
+    assert_full_version(&String::from_utf8_lossy(&out.stdout));
+}
+
+/// `agent 0.1.0 (revision 95c9c1273dfd, x86_64-unknown-linux-musl, built
+/// 2026-11-27)`: what a bug report needs, from the binary alone, the
+/// revision this checkout's.
+fn assert_full_version(printed: &str) {
+    let version = printed.trim();
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let prefix = format!("agent {} (revision {head}, {target}, built ", env!("CARGO_PKG_VERSION"));
+    let date = version.strip_prefix(&prefix).and_then(|d| d.strip_suffix(')'));
+    assert!(
+        date.is_some_and(|d| d.len() == 10 && d.chars().all(|c| c.is_ascii_digit() || c == '-')),
+        "{version:?} is not {prefix}YYYY-MM-DD)"
+    );
 }
 
 /// A throwaway sshd on a loopback port, in its own mount namespace (its
@@ -189,8 +205,13 @@ fn image_runs_like_the_daemonset_and_sees_another_containers_misattachment() {
         .iter()
         .filter(|f| f["kind"] == "socket_lb_below_root" && f["container_id"] == cni_id.as_str())
         .collect();
-    assert_eq!(below.len(), 10, "names the other container: {report:#}");
-    assert!(below.iter().all(|f| f["runtime"] == "podman"));
+    // One finding for its cgroup, its ten programs in it. The agent in the
+    // image sees the other container's programs but not its process (it
+    // is outside the sandbox node's PID namespace): nothing proves them
+    // Cilium's, so they are unknown, named like Cilium's, a warning.
+    assert_eq!(below.len(), 1, "names the other container: {report:#}");
+    assert_eq!((&below[0]["count"], &below[0]["runtime"]), (&10.into(), &"podman".into()));
+    assert_eq!((&below[0]["owner"], &below[0]["named_like"]), (&"unknown".into(), &"cilium".into()));
 }
 
 /// `cargo xtask dist`'s release directory (`$CGAUDIT_RELEASE`, set by
@@ -248,7 +269,7 @@ fn the_release_holds_a_static_agent_for_each_architecture_with_checksums_and_sbo
     }
     // The build machine's own binary runs.
     let out = Command::new(dir.join("agent-linux-amd64")).arg("--version").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("agent {}", env!("CARGO_PKG_VERSION")));
+    assert_full_version(&String::from_utf8_lossy(&out.stdout));
 }
 
 /// The image archive `cargo xtask image` leaves, read by skopeo (the tool
@@ -301,5 +322,92 @@ fn the_image_archive_holds_both_platforms_each_with_its_own_agent() {
         let agent = root.path().join("usr/local/bin/agent");
         assert_eq!(elf_machine(&agent), machine, "linux/{arch}'s agent");
         assert!(is_static_elf(&agent), "linux/{arch}'s agent is static");
+        // Where it came from and under what licence, for a registry's UI
+        // and a scanner (issue 39, 6).
+        let config = manifest["config"]["digest"].as_str().unwrap().trim_start_matches("sha256:");
+        let config: Value = serde_json::from_slice(&std::fs::read(out.path().join(config)).unwrap()).unwrap();
+        let labels = &config["config"]["Labels"];
+        let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+        assert_eq!(labels["org.opencontainers.image.revision"], head.as_str(), "{config:#}");
+        assert_eq!(labels["org.opencontainers.image.version"], env!("CARGO_PKG_VERSION"), "{config:#}");
+        assert!(labels["org.opencontainers.image.licenses"].as_str().unwrap().starts_with("Apache-2.0"), "{config:#}");
+        assert!(labels["org.opencontainers.image.source"].as_str().unwrap().starts_with("https://"), "{config:#}");
+        assert_eq!(config["config"]["Env"], serde_json::json!(["PATH=/usr/local/bin"]), "`-- agent ...` runs by name");
     }
+}
+
+/// Issue 39, 3: the runbook's route to the fix is the image as `kubectl
+/// debug node/NODE --profile=sysadmin --image=IMAGE -- agent ...` runs it:
+/// the node's PID, network and IPC namespaces, privileged, the node's root
+/// at /host, and `agent` as the command (the image has no shell). Here the
+/// "node" is a seed sandbox (this machine's PID 1 is closed to everyone):
+/// the audit finds the seed, the remount plans, applies, and the mount is
+/// rooted at the root after it.
+#[test]
+fn the_image_runs_as_kubectl_debug_node_runs_it_and_repairs_the_seed() {
+    if !can_run(&["podman", "runc", "unshare", "nsenter"]) {
+        return;
+    }
+    let s = SeedNode::new("debug-node");
+    let debug = |args: &str| {
+        let script = podman_script(&format!(
+            "--runtime runc run --rm --privileged --pid=host --network=host --ipc=host -v /:/host {PODMAN_LIMITS} \
+             --env CGAUDIT_NESTED_NODE=true --entrypoint agent {} {args}",
+            image()
+        ));
+        let mut c =
+            s.sandbox.command(Path::new("/usr/bin/unshare"), &["-m", "--propagation", "private", "sh", "-c", &script]);
+        c.stdin(Stdio::null());
+        run(c)
+    };
+    let audit = debug("audit --output json");
+    assert_eq!(audit.code, 1, "{audit:?}");
+    let report = audit.json();
+    let below: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    assert!(below.iter().any(|f| f["owner"] == "cilium" && f["severity"] == "critical"), "{report:#}");
+
+    let plan = debug("remount --output json");
+    assert_eq!(plan.code, 1, "a change is needed: {plan:?}");
+    assert_eq!(plan.json()["plan"]["path"], "/run/cilium/cgroupv2", "{plan:?}");
+    let done = debug("remount --apply --output json");
+    assert_eq!((done.code, done.json()["outcome"].clone()), (0, "done".into()), "{done:?}");
+    let top = std::fs::metadata(s.sandbox.path("/run/cilium/cgroupv2")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::ino(&top), 1, "the mount is rooted at the root now");
+}
+
+/// Issue 39, 4: node-problem-detector runs `agent` from the host, and the
+/// image has no `cp`: `agent install --to DIR` copies the binary out of the
+/// image (the chart's init container does so), and what it wrote runs.
+#[test]
+fn the_image_installs_its_binary_for_node_problem_detector() {
+    if !can_run(&["podman", "runc", "unshare"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = podman(&format!(
+        "--runtime runc run --rm --read-only --cap-drop=ALL {PODMAN_LIMITS} -v {}:/install --entrypoint agent {} \
+         install --to /install",
+        dir.path().display(),
+        image()
+    ));
+    assert_eq!(out.code, 0, "{out:?}");
+    let installed = dir.path().join("agent");
+    let version = run({
+        let mut c = Command::new(&installed);
+        c.arg("--version");
+        c
+    });
+    assert_eq!(version.code, 0, "{version:?}");
+    assert!(version.stdout.starts_with("agent 0.1.0 (revision "), "{}", version.stdout);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "only the binary: {left:?}");
+    // A directory that is not there is refused, exit 2, naming it.
+    let refused = podman(&format!(
+        "--runtime runc run --rm {PODMAN_LIMITS} --entrypoint agent {} install --to /nowhere",
+        image()
+    ));
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("--to /nowhere"), "{}", refused.stderr);
 }
