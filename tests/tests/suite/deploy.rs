@@ -49,30 +49,63 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert!(err.contains("image.repository is required") && err.contains("cargo xtask image --push"), "{err}");
 
     let all = ["--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true"];
+    let all = [&all[..], &["--set", "prometheusRule.runbookUrl=https://wiki.test/runbook"]].concat();
     let all = [&all[..], &["--set", "alertmanagerConfig.enabled=true", "--set", "namespace.create=true"]].concat();
-    let yaml = {
+    let netpol = [
+        "--set",
+        "networkPolicy.enabled=true",
+        "--set",
+        "networkPolicy.prometheus.namespaceSelector.matchLabels.team=obs",
+    ];
+    let all = [&all[..], &netpol[..]].concat();
+    let render_for = |kube: &str| {
         let out = Command::new("helm")
             .args(["template", "cgaudit"])
             .arg(chart())
-            .args(["--namespace", "cgaudit", "--set", "image.repository=registry.test/cgaudit"])
+            .args(["--kube-version", kube, "--namespace", "cgaudit", "--set", "image.repository=registry.test/cgaudit"])
             .args(&all)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{kube}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    // Kubernetes' own schemas for what they know (not the Operator's CRDs).
-    let core: Vec<Value> =
-        yaml_docs(&yaml).into_iter().filter(|d| !d["apiVersion"].as_str().unwrap().contains("coreos")).collect();
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), core.iter().map(|d| serde_json::to_string(d).unwrap() + "\n---\n").collect::<String>())
+    // Every minor the chart admits (kubeVersion >=1.25) that
+    // kubernetes-validate ships schemas for, rendered for that version and
+    // checked against that version's own schemas (not the Operator's CRDs).
+    let shipped = Command::new("python3")
+        .args([
+            "-c",
+            "import kubernetes_validate, os; d = os.path.join(os.path.dirname(kubernetes_validate.__file__), \
+             'kubernetes-json-schema'); print('\\n'.join(sorted(x for x in os.listdir(d))))",
+        ])
+        .output()
         .unwrap();
-    let v = Command::new("kubernetes-validate").args(["--strict", "-k", "1.32.0"]).arg(file.path()).output().unwrap();
-    let report = String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
-    assert!(v.status.success(), "{report}");
-    for kind in ["namespace", "serviceaccount", "service", "daemonset", "networkpolicy", "resourcequota"] {
-        assert!(report.contains(&format!("passed for resource {kind}/cgaudit")), "{kind} not validated:\n{report}");
+    let shipped = String::from_utf8_lossy(&shipped.stdout).to_string();
+    let mut minors = 0;
+    for minor in 25..=60 {
+        let kube = format!("1.{minor}.0");
+        if !shipped.lines().any(|l| l == format!("v{kube}-local-strict")) {
+            continue;
+        }
+        let yaml = render_for(&kube);
+        let core: Vec<Value> =
+            yaml_docs(&yaml).into_iter().filter(|d| !d["apiVersion"].as_str().unwrap().contains("coreos")).collect();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let text: String = core.iter().map(|d| serde_json::to_string(d).unwrap() + "\n---\n").collect();
+        std::fs::write(file.path(), text).unwrap();
+        let v = Command::new("kubernetes-validate").args(["--strict", "-k", &kube]).arg(file.path()).output().unwrap();
+        let report = String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
+        assert!(v.status.success(), "{kube}: {report}");
+        for kind in ["namespace", "serviceaccount", "service", "daemonset", "networkpolicy", "resourcequota"] {
+            assert!(
+                report.contains(&format!("passed for resource {kind}/cgaudit")),
+                "{kube}: {kind} not validated:\n{report}"
+            );
+        }
+        minors += 1;
     }
+    assert!(minors >= 10, "validated for {minors} minors only");
+    let yaml = render_for("1.32.0");
 
     let docs = yaml_docs(&yaml);
     let ds = doc(&docs, "DaemonSet");
@@ -146,17 +179,38 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert_eq!(sm["spec"]["endpoints"][0]["port"], svc["spec"]["ports"][0]["name"]);
     assert_eq!(sm["spec"]["endpoints"][0]["honorLabels"], false);
     assert_eq!(sm["spec"]["selector"]["matchLabels"], svc["spec"]["selector"]);
-    // Only Prometheus's namespace reaches the agents, and they call nothing.
+    // Enabled with a selector, only Prometheus's namespace reaches the
+    // agents, and they call nothing.
     let np = doc(&docs, "NetworkPolicy");
     assert_eq!(np["spec"]["podSelector"]["matchLabels"], ds["spec"]["selector"]["matchLabels"]);
-    assert_eq!(
-        np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
-        "monitoring"
-    );
+    assert_eq!(np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["team"], "obs");
     assert_eq!(np["spec"]["egress"], json!([]));
+    // Off by default (a guessed namespace would leave every agent `up == 0`
+    // and page at install), and refused when on with nothing to admit.
+    assert!(!render(&[]).iter().any(|d| d["kind"] == "NetworkPolicy"), "a NetworkPolicy by default");
+    let err = helm_template(
+        "cgaudit",
+        &["--set", "image.repository=registry.test/cgaudit", "--set", "networkPolicy.enabled=true"],
+    )
+    .expect_err("a NetworkPolicy that admits nobody");
+    assert!(err.contains("networkPolicy.prometheus"), "{err}");
     // The PrometheusRule holds the rules file's groups, every runbook link
     // pointing at an existing section.
-    let rules = &yaml_docs(&std::fs::read_to_string(chart().join("files/prometheus-rules.yaml")).unwrap())[0];
+    // The file's placeholders (image, the DaemonSet the deployment alert
+    // watches) become this release's.
+    let file = std::fs::read_to_string(chart().join("files/prometheus-rules.yaml")).unwrap();
+    assert!(file.contains("REGISTRY/cgaudit:VERSION") && file.contains("daemonset=~\"(.+-)?cgaudit\""));
+    let links = file.lines().filter(|l| l.trim_start().starts_with("runbook_url:"));
+    assert!(
+        links.clone().count() >= 10 && links.clone().all(|l| l.contains("runbook_url: RUNBOOK_URL#")),
+        "the raw rules link nowhere of their own: {:?}",
+        links.collect::<Vec<_>>()
+    );
+    let file = file
+        .replace("REGISTRY/cgaudit:VERSION", &format!("registry.test/cgaudit:{}", env!("CARGO_PKG_VERSION")))
+        .replace("daemonset=~\"(.+-)?cgaudit\"", "namespace=\"cgaudit\", daemonset=\"cgaudit\"")
+        .replace("RUNBOOK_URL", "https://wiki.test/runbook");
+    let rules = &yaml_docs(&file)[0];
     assert_eq!(doc(&docs, "PrometheusRule")["spec"]["groups"], rules["groups"]);
     let runbook = std::fs::read_to_string(workspace().join("docs/runbook.md")).unwrap().to_lowercase();
     for rule in rules["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap()) {
@@ -218,6 +272,8 @@ fn chart_values_choose_image_apparmor_selectors_and_labels() {
         "--set",
         "prometheusRule.runbookUrl=https://wiki.test/cgaudit",
         "--set",
+        "networkPolicy.enabled=true",
+        "--set",
         "networkPolicy.prometheus.namespaceSelector.matchLabels.team=obs",
         "--set",
         "hostNetwork=true",
@@ -242,11 +298,24 @@ fn chart_values_choose_image_apparmor_selectors_and_labels() {
     // The DaemonSet alert watches this release's DaemonSet.
     let docs = helm_template(
         "edge",
-        &["--namespace", "obs", "--set", "image.repository=r/c", "--set", "prometheusRule.enabled=true"],
+        &[
+            "--namespace",
+            "obs",
+            "--set",
+            "image.repository=r/c",
+            "--set",
+            "prometheusRule.enabled=true",
+            "--set",
+            "prometheusRule.runbookUrl=https://wiki.test/runbook",
+        ],
     )
     .unwrap();
     let expr = doc(&docs, "PrometheusRule")["spec"]["groups"][1]["rules"][0]["expr"].as_str().unwrap().to_owned();
     assert!(expr.contains(r#"namespace="obs", daemonset="edge-cgaudit""#), "{expr}");
+    // No runbook link to a copy that may not exist: yours is asked for.
+    let err = helm_template("edge", &["--set", "image.repository=r/c", "--set", "prometheusRule.enabled=true"])
+        .expect_err("alerts without a runbook URL");
+    assert!(err.contains("prometheusRule.runbookUrl is required"), "{err}");
 
     // What the schema refuses is named.
     for (bad, key) in [
@@ -296,7 +365,8 @@ fn alertmanager_config() -> String {
 /// The PrometheusRule the chart renders, as a rules file, with every `for:`
 /// cut to 1s so the test takes seconds (promtool's unit tests pin the durations).
 fn rendered_rules_fast() -> String {
-    let docs = render(&["--set", "prometheusRule.enabled=true"]);
+    let docs =
+        render(&["--set", "prometheusRule.enabled=true", "--set", "prometheusRule.runbookUrl=https://wiki.test/rb"]);
     let mut groups = doc(&docs, "PrometheusRule")["spec"]["groups"].clone();
     for g in groups.as_array_mut().unwrap() {
         for r in g["rules"].as_array_mut().unwrap() {

@@ -1,15 +1,36 @@
-{{/* The name of everything the release makes. */}}
+{{/* The chart's name, or nameOverride. */}}
+{{- define "cgaudit.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The name of everything the release makes: fullnameOverride, else the
+release's name, with the chart's name when it does not already hold it. */}}
 {{- define "cgaudit.fullname" -}}
-{{- if eq .Release.Name .Chart.Name -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- $name := include "cgaudit.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* `remediate` as the agent takes it: an unquoted on/off in a values
+file is a YAML boolean, taken as "on"/"off". */}}
+{{- define "cgaudit.remediate" -}}
+{{- if kindIs "bool" .Values.remediate -}}
+{{- ternary "on" "off" .Values.remediate -}}
+{{- else -}}
+{{- .Values.remediate -}}
 {{- end -}}
 {{- end -}}
 
 {{/* Selector labels: stable across upgrades. */}}
 {{- define "cgaudit.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "cgaudit.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -34,7 +55,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "cgaudit.appArmorProfile" -}}
 {{- if .Values.appArmorProfile -}}
 {{- toYaml .Values.appArmorProfile -}}
-{{- else if eq (toString .Values.remediate) "on" -}}
+{{- else if eq (include "cgaudit.remediate" .) "on" -}}
 type: Unconfined
 {{- else -}}
 type: RuntimeDefault
