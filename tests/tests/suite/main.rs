@@ -10,6 +10,7 @@ mod cri;
 mod daemon;
 mod deploy;
 mod docker;
+mod docs;
 mod family;
 mod hostile;
 mod incremental;
