@@ -272,6 +272,9 @@ pub struct KernelResult {
     pub package: String,
     /// `[label] test name` of each failure, or of a boot that gave no result.
     pub failures: Vec<String>,
+    /// Boots that died before init and were booted once more (what they
+    /// last said).
+    pub reboots: Vec<String>,
     /// (profile, boot to init, whole boot).
     pub timings: Vec<(&'static str, Option<Duration>, Duration)>,
     /// What the tests found this platform does (`cgaudit-platform:
@@ -294,6 +297,7 @@ pub fn run_kernel(
         platform: Default::default(),
         package: kernel.package.clone(),
         failures: Vec::new(),
+        reboots: Vec::new(),
         timings: Vec::new(),
     };
     for profile in PROFILES {
@@ -306,7 +310,19 @@ pub fn run_kernel(
         }
         let prefix = format!("[{} {profile}]", kernel.label);
         eprintln!("xtask: booting {} ({profile} profile, {accel:?})", kernel.package);
-        let boot = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
+        let mut boot = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
+        if boot.to_init.is_none() {
+            // The kernel died before init ran (no test had started): an
+            // emulator's or a kernel's flake, not a test's result. One more
+            // boot, said aloud; a second death is a failure as before.
+            let last = boot.lines.iter().rev().find(|l| !l.trim().is_empty()).cloned().unwrap_or_default();
+            eprintln!(
+                "xtask: {} ({profile}) never reached init after {:.0?} (last said: {last}); booting it once more",
+                kernel.package, boot.elapsed
+            );
+            result.reboots.push(format!("[{}] {profile}: {last}", kernel.label));
+            boot = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
+        }
         let failed_before = result.failures.len();
         for line in &boot.lines {
             tally.add_line(line);
