@@ -56,21 +56,28 @@ pub enum Check {
     Removes,
     /// A cgroup link the kernel has begun to release or detach (the
     /// programs see its entry, before the kernel takes cgroup_mutex): the
-    /// reading is made once the kernel has taken the link off the hook (it
-    /// names no cgroup any more, or is gone), so that it lists what stays,
-    /// the program's other copies included.
+    /// reading must list one copy of its program fewer on its hook than
+    /// the picture held, the program's other copies staying. A link's id
+    /// is freed before its release takes it off the hook (`bpf_link_free`),
+    /// so a gone id does not say the release is done: a reading that still
+    /// lists every copy is made again shortly (`RELEASE_TRIES`).
     Released { prog_id: u32, hook: AttachType, link_id: u32 },
 }
 
 impl Check {
-    /// Whether a reading that removed `removed` and added or kept
-    /// `now` (the hook's programs as listed now) bears the event out.
-    pub fn holds(self, removed: &[Attached], now: &[Attached]) -> bool {
+    /// Whether a reading bears the event out: `before` is what the picture
+    /// held on the hooks read, `now` what the kernel lists on them.
+    pub fn holds(self, before: &[Attached], now: &[Attached]) -> bool {
         match self {
             Check::None => true,
             Check::Holds { prog_id, hook } => now.iter().any(|a| a.prog_id == prog_id && a.attach_type == hook),
-            Check::Removes => !removed.is_empty(),
-            Check::Released { .. } => true,
+            Check::Removes => !before.is_empty(),
+            Check::Released { prog_id, hook, .. } => {
+                let copies =
+                    |v: &[Attached]| v.iter().filter(|a| a.prog_id == prog_id && a.attach_type == hook).count();
+                // Unknown to the picture: nothing it holds can be stale.
+                copies(before) == 0 || copies(now) < copies(before)
+            }
         }
     }
 }

@@ -54,6 +54,12 @@ const BATCH: usize = 256;
 /// cgroup_mutex).
 const RELEASE_WAIT: Duration = Duration::from_millis(10);
 
+/// How many times a released link's hook is read again (`READ_AGAIN`
+/// apart) while it still lists every copy of the link's program, before a
+/// full pass settles it: the release waits for cgroup_mutex, which a busy
+/// tree can hold for a while.
+const RELEASE_TRIES: u32 = 50;
+
 /// What the worker is asked, ahead of any event.
 pub enum Msg {
     /// Render the latest report as JSON (`/audit`).
@@ -177,6 +183,9 @@ pub struct Worker {
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
+    /// Releases not yet borne out, by cgroup: the check to read again with
+    /// and the tries made.
+    releasing: std::collections::HashMap<u64, (Check, u32)>,
     /// What re-reads read of each hook holding programs, by revision:
     /// an unchanged hook is not read again (6.16+).
     revisions: crate::bpf::query::Revisions,
@@ -209,6 +218,7 @@ impl Worker {
             namer,
             lost_seen: 0,
             pending_rereads: BTreeSet::new(),
+            releasing: Default::default(),
             revisions: Default::default(),
         }
     }
@@ -381,6 +391,7 @@ impl Worker {
                     && !crate::bpf::programs::link_ended(link_id, RELEASE_WAIT)
                 {
                     self.pending_rereads.insert(cgroup_id);
+                    self.releasing.insert(cgroup_id, (check, 0));
                     self.schedule.read_again(Instant::now(), cgroup_id);
                     return ("reread", false);
                 }

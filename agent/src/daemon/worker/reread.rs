@@ -145,9 +145,25 @@ impl Worker {
                     }
                 }
                 self.shared.metrics.incremental_update();
-                if unconfirmed {
-                    tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
-                    self.ask_full_pass(Trigger::Unplaced);
+                match (check, unconfirmed) {
+                    (Check::Released { .. }, false) => {
+                        self.releasing.remove(&cgroup_id);
+                    }
+                    // The link's id is gone, yet the kernel has not taken it
+                    // off the hook: read that hook again shortly.
+                    (Check::Released { .. }, true)
+                        if self.releasing.get(&cgroup_id).is_none_or(|(_, n)| *n < super::RELEASE_TRIES) =>
+                    {
+                        let tries = self.releasing.get(&cgroup_id).map_or(0, |(_, n)| *n);
+                        self.releasing.insert(cgroup_id, (check, tries + 1));
+                        self.schedule.read_again(Instant::now(), cgroup_id);
+                    }
+                    (_, true) => {
+                        self.releasing.remove(&cgroup_id);
+                        tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
+                        self.ask_full_pass(Trigger::Unplaced);
+                    }
+                    (_, false) => {}
                 }
                 findings
             }
@@ -192,7 +208,17 @@ impl Worker {
         let started = Instant::now();
         let mut read = false;
         while let Some(id) = self.schedule.take_read_again(now) {
-            judge |= self.reread(id, Check::None);
+            let pending = self.releasing.get(&id).copied();
+            judge |= match pending {
+                // A release not yet borne out: its hook, with its check.
+                Some((check @ Check::Released { hook, .. }, _)) => self.read_hooks(id, check, Some(&[hook]), false),
+                _ => self.reread(id, Check::None),
+            };
+            // Not read (the cgroup went, or left the picture): nothing to
+            // bear out any more.
+            if pending.is_some() && self.releasing.get(&id).copied() == pending {
+                self.releasing.remove(&id);
+            }
             read = true;
         }
         // For at most READ_BUDGET at a time: a pod making cgroups without
