@@ -5,8 +5,12 @@
 
 use agent::bpf::{AttachType, ProgType};
 use agent::owner::{Attach, Owner, registry};
+use serde_json::Value;
 
-use crate::bpf::{Prog, prog_type_for};
+use crate::bpf::{ALLOW_MULTI, Attached, Prog, prog_type_for};
+use crate::cgroup::TestCgroup;
+use crate::kubepods::{OTHER_CONTAINER, OTHER_POD_UID, SEED_CONTAINER, SEED_POD_UID, systemd_container, systemd_pod};
+use crate::spawn::agent;
 
 /// One program an owner makes, as a stand-in loads it.
 #[derive(Debug, Clone)]
@@ -136,4 +140,149 @@ impl Drop for OwnerAgent {
         let _ = self.child.wait();
         crate::bpf::detach_all(&self.target);
     }
+}
+
+// The scenarios, run by the host suite (suite/owners.rs) and on every
+// kernel of the matrix (guest v2/owners.rs).
+
+fn audit(t: &TestCgroup, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let run = agent(&args);
+    assert!(run.code == 0 || run.code == 1, "audit failed: {run:?}");
+    (run.code, run.json())
+}
+
+fn of_kind<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).collect()
+}
+
+/// The owners that mean their programs for the root and name them.
+fn root_owners() -> Vec<Owner> {
+    Owner::known().filter(|o| o.intends_root() && !stand_ins(*o).iter().all(|s| s.hook.is_none())).collect()
+}
+
+/// Every root owner's seed (below the root, through a cgroup2 mount its
+/// agent made in a private cgroup namespace) is its own, critical on the
+/// socket-address hooks, with its fix and its cause; at the root it is clean.
+pub fn every_root_owners_seed_is_its_own_with_its_fix_and_at_the_root_is_clean() {
+    let owners = root_owners();
+    assert!(owners.len() >= 8, "the registry's root owners: {owners:?}");
+    for owner in owners {
+        let spec = registry::spec(owner).unwrap();
+        let stand = stand_ins(owner);
+        let socket = stand.iter().any(|s| s.hook.is_some_and(|h| h.is_socket_address()));
+        let t = TestCgroup::new(&format!("owner-{owner}"));
+        let ctr = t.mkdir(&systemd_container("burstable", SEED_POD_UID, SEED_CONTAINER));
+        let mount = tempfile::tempdir().unwrap();
+
+        // The seed: its agent in a container, in a cgroup namespace of its
+        // own, mounting cgroup2 in a mount namespace of its own (as Kmesh's
+        // start_kmesh.sh does, in no mountinfo of the node's).
+        let seed = OwnerAgent::start(
+            owner,
+            mount.path(),
+            &["--join", ctr.to_str().unwrap(), "--private-cgroupns", "--private-mountns"],
+            &ctr,
+        );
+        assert!(seed.refused.is_empty(), "{owner}: {:?}", seed.refused);
+        let (code, report) = audit(&t, &[]);
+        let kind = if socket { "socket_lb_below_root" } else { "root_hook_below_root" };
+        let below = of_kind(&report, kind);
+        assert_eq!(below.len(), 1, "{owner}: {report:#}");
+        let f = below[0];
+        assert_eq!(f["owner"], owner.as_str(), "{owner}: {f:#}");
+        assert_eq!(f["severity"], if socket { "critical" } else { "warning" }, "{owner}");
+        assert_eq!(code, 1, "{owner}");
+        let remediation = f["remediation"].as_str().unwrap();
+        assert!(remediation.contains(spec.fix.trim_end_matches(',')), "{owner}'s own fix: {remediation}");
+        // Every program by its full name.
+        let names: Vec<&str> =
+            f["programs"].as_array().unwrap().iter().map(|p| p["prog_name"].as_str().unwrap()).collect();
+        for s in stand.iter().filter(|s| s.hook.is_some_and(|h| h.is_socket_address() == socket)) {
+            assert!(names.contains(&s.name.as_str()), "{owner}: {} not named in {names:?}", s.name);
+        }
+        // The cause, named from its agent's cgroup namespace.
+        let cause = of_kind(&report, "cni_agent_private_cgroupns");
+        assert_eq!(cause.len(), 1, "{owner}: {report:#}");
+        assert_eq!(cause[0]["owner"], owner.as_str());
+        assert!(cause[0]["message"].as_str().unwrap().contains("in no mountinfo of PID 1's"), "{:#}", cause[0]);
+        if owner.balances_sockets() {
+            assert!(!of_kind(&report, "socket_lb_missing_at_root").is_empty(), "{owner}: {report:#}");
+        } else {
+            assert!(of_kind(&report, "pods_without_socket_lb").is_empty(), "{owner} balances no pod's sockets");
+        }
+        drop(seed);
+
+        // Healthy: the same agent attaching at the (audited) root.
+        let healthy = OwnerAgent::start(owner, &t.path, &["--use-mount"], &t.path);
+        assert!(healthy.refused.is_empty(), "{owner}: {:?}", healthy.refused);
+        let (code, report) = audit(&t, &[]);
+        assert_eq!((code, report["status"].as_str()), (0, Some("ok")), "{owner} at the root: {report:#}");
+        let atts = report["attachments"].as_array().unwrap();
+        assert!(!atts.is_empty());
+        assert!(atts.iter().all(|a| a["owner"] == owner.as_str()), "{owner}: {atts:#?}");
+        drop(healthy);
+    }
+}
+
+/// Merbridge attaches with no flags; beside Cilium's multi programs at the
+/// root, the kernel refuses the second (here Cilium, on the hooks Merbridge
+/// holds), and the audit names both owners and the flags.
+pub fn merbridge_exclusive_at_the_root_beside_cilium_is_a_conflict_naming_both() {
+    let t = TestCgroup::new("conflict");
+    t.mkdir(&systemd_container("burstable", SEED_POD_UID, SEED_CONTAINER));
+    let merbridge = OwnerAgent::start(Owner::Merbridge, &t.path, &["--use-mount"], &t.path);
+    assert!(merbridge.refused.is_empty(), "{:?}", merbridge.refused);
+    let cilium = OwnerAgent::start(Owner::Cilium, &t.path, &["--use-mount", "--skip-refused"], &t.path);
+    // The kernel's own verdict: one mode per cgroup and hook.
+    assert!(
+        cilium.refused.iter().any(|r| r.starts_with("connect4 ") && r.contains("Operation not permitted")),
+        "Cilium's connect4 link is refused: {:?}",
+        cilium.refused
+    );
+    assert!(cilium.attached > 0, "Cilium's other hooks attach");
+    let (code, report) = audit(&t, &[]);
+    assert_eq!(code, 1);
+    let conflicts = of_kind(&report, "root_hook_conflict");
+    let c = conflicts.iter().find(|f| f["attach_type"] == "connect4").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(
+        (&c["owner"], &c["other_owner"], &c["attach_flags"]),
+        (&"merbridge".into(), &"cilium".into(), &"none".into())
+    );
+    assert_eq!(c["severity"], "critical", "Cilium's socket LB is refused there");
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains("Merbridge") && m.contains("Cilium") && m.contains("exclusively (attach flags: none)"), "{m}");
+}
+
+/// Issue 36 round 4, M2: a do-nothing program named `cil_sock4_connect`,
+/// attached by an ordinary pod to its own cgroup, beside a healthy Cilium,
+/// raised three criticals about every pod.
+pub fn a_program_named_like_ciliums_in_a_pod_raises_no_critical() {
+    let t = TestCgroup::new("named-only");
+    let pod = t.mkdir(&systemd_pod("besteffort", OTHER_POD_UID));
+    let ctr = t.mkdir(&systemd_container("besteffort", OTHER_POD_UID, OTHER_CONTAINER));
+    t.mkdir(&systemd_container("burstable", SEED_POD_UID, SEED_CONTAINER));
+    let _cilium = OwnerAgent::start(Owner::Cilium, &t.path, &["--use-mount"], &t.path);
+    // The pod's program: loaded and attached by this test process, named
+    // like Cilium's, held by no Cilium agent.
+    let fake = Prog::load("cil_sock4_connect", "connect4");
+    let _att = Attached::new(&ctr, &fake, ALLOW_MULTI);
+    let _ = pod;
+    let (_, report) = audit(&t, &[]);
+    let critical: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["severity"] == "critical").collect();
+    assert!(critical.is_empty(), "{critical:#?}");
+    let below = of_kind(&report, "socket_lb_below_root");
+    assert_eq!(below.len(), 1, "{report:#}");
+    assert_eq!(
+        (&below[0]["owner"], &below[0]["named_like"], &below[0]["severity"]),
+        (&"unknown".into(), &"cilium".into(), &"warning".into())
+    );
+    assert!(
+        of_kind(&report, "pods_without_socket_lb").is_empty()
+            && of_kind(&report, "socket_lb_missing_at_root").is_empty()
+    );
+    let run = agent(&["audit", "--cgroup-root", t.path.to_str().unwrap(), "--fail-on", "critical"]);
+    assert_eq!(run.code, 0, "no critical: {}", run.stdout);
 }

@@ -2,5 +2,6 @@
 
 mod daemon;
 mod events;
+mod owners;
 mod remount;
 mod seed;
