@@ -72,8 +72,9 @@ pub enum Command {
     ///
     /// Exit codes follow node-problem-detector's custom-plugin contract:
     /// 0 nothing wrong, 1 a problem was found, 2 the audit could not run or
-    /// could not see the real root (the reason is on stderr). The audit only
-    /// reads; it changes nothing on the host.
+    /// could not see the whole node (the reason is on stderr, in the summary
+    /// line and in the JSON). The audit only reads; it changes nothing on
+    /// the host.
     ///
     /// Examples:
     ///   agent audit                         # the whole node, as a table
@@ -356,10 +357,10 @@ impl ValueEnum for Source {
             }
             Source::Kprobe => "kprobes on the same functions (no cost to other syscalls)",
             Source::Reading => {
-                "No hook on attachments: cgroup mkdir/rmdir tracepoints and a sweep of every attachment every 2 to 8 seconds (no cost to other syscalls)"
+                "No kernel program: the tree and every attachment swept every 2 to 8 seconds (no cost to other syscalls)"
             }
             Source::Syscalls => {
-                "A program at every syscall's exit: names the caller of every bpf() call, and roughly doubles the cost of each syscall on the node. x86_64 only: refused at start (exit 2) on other architectures"
+                "A program at every syscall's exit: names the caller of every bpf() call, and every syscall on the node pays (a getppid() loop +78%, dd bs=64 +53%). x86_64 only: refused at start (exit 2) on other architectures"
             }
             Source::None => "None: the whole tree every --interval",
         };

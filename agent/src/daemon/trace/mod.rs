@@ -10,18 +10,19 @@
 //!    because its last fd was closed. x86_64 5.5+ with BTF; refused where
 //!    BPF trampolines are (lockdown policies, arm64 before 6.4).
 //! 2. `kprobe`: kprobe/kretprobe on the same functions (CONFIG_KPROBES).
-//! 3. `reading`: nothing fires on attachment changes, so they are found by
-//!    reading: the cgroup mkdir/rmdir tracepoints (they fire only when a
-//!    cgroup is made or removed) keep the tree, a new cgroup is read again a
-//!    moment after it appears (when runtimes attach their device programs),
-//!    and every attachment is swept on a short period sized from what a
-//!    sweep costs (see `daemon::worker`).
+//! 3. `reading`: no kernel program at all. The tree and every attachment
+//!    are swept in one in-kernel pass on a short period sized from what a
+//!    sweep costs (see `daemon::schedule`), and a new cgroup is read again a
+//!    moment after a sweep finds it (when runtimes attach their device
+//!    programs). No cgroup tracepoint: while one is enabled the kernel
+//!    formats every made or removed cgroup's path under cgroup_mutex, for
+//!    everyone (issue 36, H3).
 //!
 //! Not chosen by default: `syscalls`, BTF raw tracepoints on every
 //! syscall's exit (what the daemon used to do). It sees every `bpf(2)` call
 //! with its caller, but sets the syscall-tracepoint work flag on every task
-//! and runs a program at each syscall's exit, which doubled the cost of a
-//! `getppid()` loop here (see the README's figures). `lsm/bpf` is no tier:
+//! and runs a program at each syscall's exit: a `getppid()` loop +78%,
+//! `dd bs=64` +53% (docs/how-it-works.md). `lsm/bpf` is no tier:
 //! it needs the same BPF trampolines as fexit, so it is never available
 //! where fexit is not. `none` reads the tree only every --interval.
 //!
@@ -74,7 +75,6 @@ impl Source {
     }
 }
 
-/// What `--events` asked for.
 /// The source the daemon runs with, its programs, and why each better one
 /// was refused.
 pub struct Started {
@@ -100,9 +100,9 @@ impl Started {
     }
 }
 
-/// Starts the source asked for: the first of fexit, kprobe and reading
-/// that loads and attaches, or only the one named. `Err` when a source
-/// named with `Only` cannot run.
+/// Starts the source asked for: with `Source::Auto`, the first of fexit,
+/// kprobe and reading that loads and attaches; otherwise only the one
+/// named, and `Err` when it cannot run.
 pub fn start(asked: Source) -> Result<Started, StartError> {
     let only;
     let candidates: &[Source] = match asked {
