@@ -153,6 +153,7 @@ impl Place {
         }
     }
 
+    #[cfg(test)]
     pub fn is_pod(&self) -> bool {
         matches!(self, Place::Pod { .. })
     }

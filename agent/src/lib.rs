@@ -2,7 +2,7 @@
 //!
 //! The scan (`scan`) reads the kernel into a plain `Snapshot`; rules
 //! (`findings`), attribution and reporting are pure functions of it. All
-//! `unsafe` lives in `bpf::sys` and `os`. `cmd` holds one module per
+//! `unsafe` lives in `bpf::sys` and `os` (xtask's layout test holds it). `cmd` holds one module per
 //! subcommand, `cli` the flags they take. What is `pub` is what the binary
 //! and the integration tests use.
 

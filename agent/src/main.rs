@@ -47,7 +47,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
-        // Why it could not run, said once here for every command.
+        // Why it could not run, on stderr, for every command (`audit` has
+        // also said it on stdout in its JSON or summary line).
         Err(e) => {
             agent::cmd::print_failure(name, &e);
             ExitCode::from(agent::cmd::EXIT_UNKNOWN)

@@ -322,6 +322,7 @@ impl Report {
         out.flush()
     }
 
+    #[cfg(test)]
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }

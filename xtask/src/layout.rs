@@ -95,9 +95,57 @@ fn unnamed_dirs(readme: &str, root: &Path) -> Vec<String> {
     out
 }
 
+/// Where the layout says `unsafe` may be: the bpf(2) boundary and `os`.
+#[cfg(test)]
+const UNSAFE_HOMES: &[&str] = &["agent/src/bpf/sys.rs", "agent/src/bpf/sys/", "agent/src/os.rs"];
+
+/// `file:line` of each `unsafe` block, fn or impl (not in a comment) in
+/// `files` outside `UNSAFE_HOMES`; paths relative to `root`.
+#[cfg(test)]
+fn unsafe_elsewhere(root: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap_or(f).to_string_lossy().into_owned();
+        if UNSAFE_HOMES.iter().any(|h| rel.starts_with(h)) || !rel.ends_with(".rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern"].iter().any(|k| code.contains(k)) {
+                out.push(format!("{rel}:{}", n + 1));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CONTRIBUTING.md and lib.rs say the agent's only `unsafe` is in
+    /// `bpf::sys` and `os`: held, not only written.
+    #[test]
+    fn the_agents_unsafe_code_is_only_where_the_layout_says() {
+        let root = crate::workspace_root();
+        let readme = std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+        assert!(readme.contains("the only unsafe code"), "the claim this test holds is gone: drop the test too");
+        let mut files = Vec::new();
+        files_below(&root.join("agent/src"), &mut files);
+        assert!(files.len() > 50, "the agent's sources: {}", files.len());
+        let found = unsafe_elsewhere(&root, &files);
+        assert!(found.is_empty(), "unsafe outside bpf::sys and os: {found:?}");
+        // And it sees one where there is one.
+        let dir = std::env::temp_dir().join(format!("xtask-unsafe-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("agent/src/daemon")).unwrap();
+        std::fs::write(dir.join("agent/src/daemon/x.rs"), "// unsafe { in a comment }\nlet a = unsafe { f() };\n")
+            .unwrap();
+        std::fs::write(dir.join("agent/src/os.rs"), "let a = unsafe { f() };\n").unwrap();
+        let planted = vec![dir.join("agent/src/daemon/x.rs"), dir.join("agent/src/os.rs")];
+        assert_eq!(unsafe_elsewhere(&dir, &planted), ["agent/src/daemon/x.rs:2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn the_project_layout_names_only_what_exists() {

@@ -93,11 +93,6 @@ impl AttachType {
         self.is_socket_lb() && self.name() != "sock_release"
     }
 
-    /// The name libbpf and bpftool >= 7 print (`cgroup_inet4_connect`).
-    pub fn libbpf_name(self) -> &'static str {
-        self.entry().2
-    }
-
     /// Accepts both the short and the libbpf name.
     pub fn from_any_name(name: &str) -> Option<AttachType> {
         TABLE.iter().find(|e| e.1 == name || e.2 == name).map(|e| AttachType(e.0 as u32))
@@ -212,7 +207,7 @@ mod tests {
         assert_eq!(AttachType::from_kernel(10).map(AttachType::name), Some("connect4"));
         assert_eq!(AttachType::from_name("sock_release").map(AttachType::kernel_value), Some(34));
         assert_eq!(AttachType::from_any_name("cgroup_udp6_recvmsg").map(AttachType::name), Some("recvmsg6"));
-        assert_eq!(AttachType::from_name("connect4").map(AttachType::libbpf_name), Some("cgroup_inet4_connect"));
+        assert_eq!(AttachType::from_any_name("cgroup_inet4_connect").map(AttachType::name), Some("connect4"));
     }
 
     #[test]

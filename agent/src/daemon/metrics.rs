@@ -79,7 +79,6 @@ pub const SERIES_MAX: usize = 64;
 /// Why an audit failed or was incomplete.
 pub const ERROR_REASONS: [&str; 3] = ["scan_failed", "cgroup_unreadable", "namespaced_view"];
 
-/// The (kind, severity) pairs the rules can produce.
 /// Every (kind, severity) a finding can have.
 fn finding_series() -> impl Iterator<Item = (Kind, Severity)> {
     Kind::iter().flat_map(|k| k.severities().iter().map(move |&s| (k, s)))

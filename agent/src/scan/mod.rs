@@ -49,7 +49,7 @@ pub struct ScanOptions {
     pub walk: WalkMethod,
     /// Keep every cgroup's id, parent and name in `Snapshot::tree`, up to
     /// this many cgroups (0: none); a larger tree is not kept at all
-    /// (`Snapshot::tree_kept` false).
+    /// (`Snapshot::tree` is `None`).
     pub tree_max: usize,
     /// `--nested-node`: PID 1's namespaces are a nested node's.
     pub nested_node: bool,

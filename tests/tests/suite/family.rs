@@ -3,7 +3,8 @@
 //! LB configured but not attached, leftovers with no agent, a foreign
 //! program on the CNI's hook at the root; and the daemon's event history.
 //! (The v1 net_cls/net_prio conflict needs a kernel before 5.15: a pure rule,
-//! unit-tested in findings.rs.)
+//! unit-tested in agent/src/findings/v1_net_conflict.rs, and for real on
+//! the matrix's kernels in tests/guest/v1/net_cls.rs.)
 
 use std::time::Duration;
 

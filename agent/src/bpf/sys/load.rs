@@ -188,3 +188,18 @@ pub(crate) fn iter_create(link: BorrowedFd<'_>) -> Result<OwnedFd> {
     // SAFETY: no pointers in this command; the command returns a new fd.
     unsafe { sys_bpf_fd("BPF_ITER_CREATE", bpf_cmd::BPF_ITER_CREATE, &mut attr) }
 }
+
+/// aya's handle on a kprobe program this process loaded itself (aya wraps
+/// a loaded program only from its `ProgramInfo`), to attach it with aya's
+/// perf-event code. The caller loaded it as `BPF_PROG_TYPE_KPROBE` from a
+/// section of the kind `kind` says.
+pub(crate) fn kprobe_of_loaded(
+    info: aya::programs::ProgramInfo,
+    name: &'static str,
+    kind: aya::programs::ProbeKind,
+) -> std::result::Result<aya::programs::KProbe, aya::programs::ProgramError> {
+    // SAFETY: aya requires the program to be of the kind `kind` names; the
+    // only caller (daemon::trace::programs::kprobe) loaded it as a kprobe
+    // program from a kprobe or kretprobe section of that kind.
+    unsafe { aya::programs::KProbe::from_program_info(info, name.into(), kind) }
+}

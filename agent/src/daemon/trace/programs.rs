@@ -411,10 +411,8 @@ fn kprobe(
         .filter_map(Result::ok)
         .find(|p| p.id() == id)
         .ok_or_else(|| attach_error(functions[0], format!("program {id} is not listed")))?;
-    // SAFETY: `prog` is a kprobe program of the type `kind` says (loaded
-    // above as BPF_PROG_TYPE_KPROBE from a kprobe/kretprobe section).
-    let mut kp = unsafe { KProbe::from_program_info(info, name.into(), kind) }
-        .map_err(|e| attach_error(functions[0], crate::bpf::one_line(&e)))?;
+    let mut kp =
+        sys::kprobe_of_loaded(info, name, kind).map_err(|e| attach_error(functions[0], crate::bpf::one_line(&e)))?;
     for f in functions {
         kp.attach(f, 0).map_err(|e| attach_error(f, crate::bpf::one_line(&e)))?;
     }
