@@ -146,7 +146,7 @@ pub struct Spec {
 }
 
 /// Cilium's and Calico's socket-LB hooks.
-const SOCKET_LB: &[&str] = &[
+pub(super) const SOCKET_LB: &[&str] = &[
     "connect4",
     "connect6",
     "sendmsg4",

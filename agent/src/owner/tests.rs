@@ -156,3 +156,14 @@ fn a_name_like_two_owners_is_neither_without_proof() {
     // The full BTF name tells them apart.
     assert_eq!(judged("cgroup_skb_ingress_prog", ProgType::CgroupSkb, "ingress", &root).owner, Owner::Kmesh);
 }
+
+/// The registry's socket-LB hook list is a const (its entries are
+/// statics); it must stay the attach types' socket-LB set.
+#[test]
+fn the_registrys_socket_lb_hooks_are_the_attach_types_set() {
+    let mut registry: Vec<&str> = super::registry::SOCKET_LB.to_vec();
+    let mut kernel: Vec<&str> = AttachType::all().filter(|t| t.is_socket_lb()).map(AttachType::name).collect();
+    registry.sort_unstable();
+    kernel.sort_unstable();
+    assert_eq!(registry, kernel);
+}

@@ -195,6 +195,26 @@ fn syscall_tracing_decodes_32_bit_calls_as_32_bit_calls() {
 /// and waited for, even when the test panics.
 struct Stopped(std::process::Child);
 
+/// The fixture's `attach-flood` under `t`: `cgroups` containers, each with
+/// `per_hook` tenant programs on every one of the 13 socket-LB hooks, all
+/// attached once this returns (stopped and detached on drop).
+fn attach_flood(t: &TestCgroup, cgroups: usize, per_hook: usize) -> Stopped {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(fixture_bin())
+        .arg("attach-flood")
+        .arg(&t.path)
+        .args([cgroups.to_string(), per_hook.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fixture attach-flood");
+    let out = child.stdout.take().unwrap();
+    let flood = Stopped(child);
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), format!("ready {}", cgroups * per_hook * 13));
+    flood
+}
+
 impl Drop for Stopped {
     fn drop(&mut self) {
         let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
@@ -262,23 +282,11 @@ fn a_link_the_kernel_will_not_describe_cannot_blind_the_audit() {
 /// attachments listed per cgroup.
 #[test]
 fn a_tenant_filling_every_hook_cannot_push_the_daemon_over_its_limit() {
-    use std::io::BufRead;
     if !can_run(&[]) {
         return;
     }
     let t = TestCgroup::new("flood");
-    let mut child = std::process::Command::new(fixture_bin())
-        .arg("attach-flood")
-        .arg(&t.path)
-        .args(["30", "64"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("fixture attach-flood");
-    let out = child.stdout.take().unwrap();
-    let _flood = Stopped(child);
-    let mut line = String::new();
-    std::io::BufReader::new(out).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready 24960");
+    let _flood = attach_flood(&t, 30, 64);
 
     let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.stderr);
@@ -330,7 +338,6 @@ fn a_tenant_filling_every_hook_cannot_push_the_daemon_over_its_limit() {
 /// first in every list and family.
 #[test]
 fn a_tenants_many_cgroups_cannot_push_the_real_misattachment_out_of_the_alert() {
-    use std::io::BufRead;
     if !can_run(&[]) {
         return;
     }
@@ -343,18 +350,7 @@ fn a_tenants_many_cgroups_cannot_push_the_real_misattachment_out_of_the_alert() 
         &["--join", ctr.to_str().unwrap(), "--private-cgroupns", "--private-mountns"],
         &ctr,
     );
-    let mut child = std::process::Command::new(fixture_bin())
-        .arg("attach-flood")
-        .arg(&t.path)
-        .args(["70", "1"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("fixture attach-flood");
-    let out = child.stdout.take().unwrap();
-    let _flood = Stopped(child);
-    let mut line = String::new();
-    std::io::BufReader::new(out).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready 910");
+    let _flood = attach_flood(&t, 70, 1);
 
     let report = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]).json();
     let below: Vec<&serde_json::Value> =
