@@ -23,6 +23,12 @@
 //! `LAYOUT`. A per-CPU budget caps the events any workload can make the
 //! agent handle; beyond it, events are counted lost and the agent reads the
 //! whole tree. Nothing here logs per call.
+//!
+//! Why one file for every family: it is one eBPF object (one ELF, one
+//! `aya::Ebpf` load), and the families share what makes an event (the
+//! budget, the ring buffer, the record layout, the attr decoding of
+//! `kernel.rs`). The sections below go family by family: the shared
+//! helpers, fexit, kprobe, syscall tracing (`sys_exit`), the tree.
 
 #![no_std]
 #![no_main]

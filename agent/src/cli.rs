@@ -41,6 +41,14 @@ fn interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn endpoint_grace(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d > MAX_INTERVAL {
+        return Err(format!("must be at most {}", humantime::format_duration(MAX_INTERVAL)));
+    }
+    Ok(d)
+}
+
 fn absolute_path(s: &str) -> Result<PathBuf, String> {
     use std::path::Component;
     let p = PathBuf::from(s);
@@ -457,6 +465,14 @@ pub struct ScanArgs {
     /// which would allow everything, is refused.
     #[arg(long, value_name = "PREFIX", value_parser = NonEmptyStringValueParser::new())]
     pub allow: Vec<String>,
+
+    /// How long a pod that started after the CNI's agent may go without
+    /// the CNI's per-endpoint programs on its interface before it is
+    /// reported outside the datapath (the CNI adds an endpoint a moment
+    /// after the pod's sandbox exists). A pod that started before the agent
+    /// is judged at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = endpoint_grace)]
+    pub endpoint_grace: Duration,
 
     /// Removed: Kmesh means its programs for the root, and they are judged
     /// as its only when something proves them its (see README, "Owners

@@ -40,6 +40,11 @@ pub enum Feature {
     ProgramFlags,
     /// A hook's revision on `BPF_PROG_QUERY` of a cgroup (6.16+).
     QueryRevision,
+    /// `BPF_PROG_QUERY` of an interface's tcx hooks (6.6+): where Cilium
+    /// 1.16+ and Calico 3.31+ attach their per-endpoint programs.
+    Tcx,
+    /// The same of a netkit device's hooks (6.7+).
+    Netkit,
 }
 
 impl Feature {

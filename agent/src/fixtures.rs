@@ -48,6 +48,7 @@ pub fn node() -> Snapshot {
         nested_node: false,
         processes: BTreeMap::new(),
         cgroup_paths: BTreeMap::new(),
+        pod_networks: Default::default(),
         events: Vec::new(),
         errors: Vec::new(),
         tree: None,

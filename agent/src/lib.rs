@@ -18,6 +18,7 @@ pub mod features;
 pub(crate) mod findings;
 #[cfg(test)]
 mod fixtures;
+pub(crate) mod iface;
 pub(crate) mod logging;
 pub mod mounts;
 pub(crate) mod os;

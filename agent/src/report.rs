@@ -72,6 +72,23 @@ pub struct Verdict {
     pub critical: usize,
 }
 
+impl Verdict {
+    /// The verdict of `findings` on a view that is `incomplete` or not: a
+    /// finding is a problem whatever the view; none on an incomplete view
+    /// is not OK.
+    pub fn of(findings: &[Finding], incomplete: bool) -> Verdict {
+        let status = if !findings.is_empty() {
+            Status::Problem
+        } else if incomplete {
+            Status::Incomplete
+        } else {
+            Status::Ok
+        };
+        let critical = findings.iter().filter(|f| f.severity == Severity::Critical).count();
+        Verdict { status, findings: findings.len(), critical }
+    }
+}
+
 /// How the tree was read (`--walk`).
 #[derive(Debug, Clone, Serialize)]
 pub struct WalkOut {
@@ -214,20 +231,32 @@ pub struct Report {
     /// Findings past `FINDINGS_SHOWN` of their kind, by kind.
     pub findings_omitted: BTreeMap<Kind, u64>,
     pub mounts: Vec<CgroupMount>,
+    /// The pods' host-side interfaces and the programs on them: the
+    /// second layer of coverage (`pod_outside_datapath`).
+    pub datapath: Datapath,
     pub errors: Vec<ScanError>,
+}
+
+/// Which per-endpoint datapath the node runs, and each pod's interfaces.
+#[derive(Debug, Clone, Serialize)]
+pub struct Datapath {
+    /// The owners whose per-endpoint programs are on some pod's interface
+    /// (empty: no eBPF datapath, e.g. bridge, ptp or a VPC CNI alone).
+    pub owners: Vec<Owner>,
+    /// Why the interfaces could not be read, if they could not.
+    pub error: Option<String>,
+    /// Every pod: hostNetwork, its interfaces and their programs, or why not.
+    pub pods: Vec<crate::iface::PodNet>,
+    /// Host interfaces the link dump described in a way that could not be
+    /// decoded (left out).
+    pub links_undecodable: u64,
 }
 
 impl Report {
     pub fn new(snap: &Snapshot, policy: &Policy) -> Report {
         let findings = findings::evaluate(snap, policy);
         let incomplete = findings::incomplete(snap);
-        let status = if !findings.is_empty() {
-            Status::Problem
-        } else if incomplete.is_some() {
-            Status::Incomplete
-        } else {
-            Status::Ok
-        };
+        let status = Verdict::of(&findings, incomplete.is_some()).status;
         let attachments: Vec<AttachmentOut> = snap
             .attachments
             .iter()
@@ -278,17 +307,31 @@ impl Report {
             findings_omitted: omitted(&findings),
             findings,
             mounts: snap.mounts.clone(),
+            datapath: Datapath {
+                owners: findings::outside_datapath::datapaths(snap),
+                error: snap.pod_networks.error.clone(),
+                links_undecodable: snap.pod_networks.links_undecodable,
+                pods: snap
+                    .pod_networks
+                    .pods
+                    .iter()
+                    .map(|p| {
+                        let named = snap.names.pod(&p.pod_uid, None);
+                        crate::iface::PodNet {
+                            namespace: named.map(|n| n.namespace.clone()),
+                            name: named.map(|n| n.name.clone()),
+                            ..p.clone()
+                        }
+                    })
+                    .collect(),
+            },
             errors: snap.errors.clone(),
         }
     }
 
     /// What the summary line leads with: a change of it is news.
     pub fn verdict(&self) -> Verdict {
-        Verdict {
-            status: self.status,
-            findings: self.findings.len(),
-            critical: self.findings.iter().filter(|f| f.severity == Severity::Critical).count(),
-        }
+        Verdict::of(&self.findings, !self.view.complete)
     }
 
     /// The audit saw the whole node: the real root, and the node's processes.

@@ -515,6 +515,8 @@ pub struct Snapshot {
     /// Paths (relative to the root) of cgroups the scan was asked to name:
     /// callers seen in attach events.
     pub cgroup_paths: BTreeMap<u64, String>,
+    /// The pods' host-side interfaces and the programs on them.
+    pub pod_networks: crate::iface::PodNetworks,
     /// Recent changes (daemon only; empty for one-shot audits).
     pub events: Vec<Event>,
     pub errors: Vec<ScanError>,

@@ -83,6 +83,14 @@ impl Prog {
         Prog::load_with(name, prog_type, at, insns, 0)
     }
 
+    /// A tc program (SCHED_CLS) named `name` that passes every packet
+    /// (`TC_ACT_OK`), for an interface's tc or tcx hooks.
+    pub fn load_sched_cls(name: &str) -> Prog {
+        let any = AttachType::from_name("sock_ops").expect("sock_ops");
+        // mov64 r0, 0 ; exit
+        Prog::load_with(name, aya_obj::generated::bpf_prog_type::BPF_PROG_TYPE_SCHED_CLS as u32, any, &[0xb7, 0x95], 0)
+    }
+
     /// An allow-all program of a type that attaches to no cgroup (sk_msg,
     /// whose load checks no expected attach type); its `hook` field means
     /// nothing.

@@ -243,7 +243,8 @@ pub struct Resident(std::process::Child);
 
 impl Resident {
     pub fn into(cgroup: &std::os::fd::OwnedFd) -> Resident {
-        let child = std::process::Command::new("sleep").arg("600").spawn().expect("spawn sleep");
+        // The fixture's pause (the guests have no sleep).
+        let child = std::process::Command::new(crate::spawn::fixture_bin()).arg("pause").spawn().expect("spawn pause");
         let procs = rustix::fs::openat(
             cgroup,
             "cgroup.procs",

@@ -66,7 +66,19 @@ pub struct Containerd {
     pub cgroup: TestCgroup,
     /// For the config and the image archive.
     dir: tempfile::TempDir,
+    /// Pods get a network of their own from the CNI plugin
+    /// (`start_with_pod_network`); else the node's.
+    pod_network: bool,
 }
+
+/// The suite's CNI configuration: Debian's containernetworking-plugins,
+/// `ptp` (a veth pair per pod, the host side `veth<hex>` in the node's
+/// namespace, routes, no NAT) with `host-local` addresses, kept in the
+/// node's tmpfs `/run`.
+pub const CNI_CONFLIST: &str = r#"{"cniVersion": "1.0.0", "name": "cgaudit-pods", "plugins": [{"type": "ptp", "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.99.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "/run/cni/ipam"}}]}"#;
+
+/// The CNI plugins that configuration runs (and containerd's loopback).
+pub const CNI_PLUGINS: [&str; 3] = ["/usr/lib/cni/ptp", "/usr/lib/cni/host-local", "/usr/lib/cni/loopback"];
 
 /// The static fixture binary the image is built from (`cargo xtask test`
 /// builds it and says where).
@@ -105,7 +117,21 @@ pub fn image_archive() -> &'static Path {
 
 impl Containerd {
     /// Starts containerd in a new sandbox node and imports the test image.
+    /// Pods share the node's network (no CNI needed).
     pub fn start() -> Containerd {
+        Self::start_on(false)
+    }
+
+    /// Like `start`, on a node with a network namespace of its own whose
+    /// pods get theirs from a real CNI plugin (`CNI_CONFLIST`), as the
+    /// kubelet's CNI configuration gives them: `RunPodSandbox` makes the
+    /// pod's namespace and its veth pair. The veths and routes go with the
+    /// node's namespace.
+    pub fn start_with_pod_network() -> Containerd {
+        Self::start_on(true)
+    }
+
+    fn start_on(pod_network: bool) -> Containerd {
         let archive = image_archive();
         // Named so that `cargo xtask test` can tell a containerd left behind.
         let dir = tempfile::Builder::new().prefix("cgaudit-test-cri-").tempdir().expect("tempdir");
@@ -136,14 +162,23 @@ impl Containerd {
         let log = dir.path().join("containerd.log");
         let cgroup = TestCgroup::new("cri");
         // containerd's own processes stay out of the audited tree's pods.
+        let cni = if pod_network {
+            format!(
+                "mkdir -p /run/cni/bin /run/cni/net.d /run/cni/ipam\nln -s {} /run/cni/bin/\n\
+                 printf '%s' '{CNI_CONFLIST}' > /run/cni/net.d/10-cgaudit-pods.conflist\n",
+                CNI_PLUGINS.join(" ")
+            )
+        } else {
+            String::new()
+        };
         let setup = format!(
             "mount -t tmpfs tmpfs /run\nmount -t tmpfs tmpfs /var/log\nmount -t cgroup2 none /sys/fs/cgroup\n\
-             mkdir -p /var/log/pods /var/log/containers\n\
+             mkdir -p /var/log/pods /var/log/containers\n{cni}\
              containerd --config {config} >{log} 2>&1 &",
             config = config.display(),
             log = log.display(),
         );
-        let node = Sandbox::new(&setup);
+        let node = if pod_network { Sandbox::with_network(&setup) } else { Sandbox::new(&setup) };
         let socket = PathBuf::from(format!("/proc/{}/root/run/containerd/containerd.sock", node.pid1));
         let up = crate::wait_until(Duration::from_secs(30), || socket.exists());
         assert!(up, "containerd never opened its socket: {}", fs::read_to_string(&log).unwrap_or_default());
@@ -169,7 +204,7 @@ impl Containerd {
                 .expect("connect to containerd's CRI socket");
             RuntimeServiceClient::new(channel)
         });
-        Containerd { client, rt, pods: Vec::new(), node, cgroup, dir }
+        Containerd { client, rt, pods: Vec::new(), node, cgroup, dir, pod_network }
     }
 
     /// containerd's log, for failure messages.
@@ -183,9 +218,20 @@ impl Containerd {
     }
 
     /// `RunPodSandbox` as the kubelet sends it: metadata, the cgroupfs
-    /// layout's `cgroup_parent`, host network (no CNI needed) and the pod's
+    /// layout's `cgroup_parent`, the pod's network (its own from the CNI on
+    /// a node started with pod networking, else the node's) and the pod's
     /// log directory, which the kubelet creates first.
     pub fn run_pod(&mut self, namespace: &str, name: &str) -> Pod {
+        let own = self.pod_network;
+        self.run_pod_on(namespace, name, own)
+    }
+
+    /// A `hostNetwork: true` pod: the node's network, whatever the node.
+    pub fn run_host_network_pod(&mut self, namespace: &str, name: &str) -> Pod {
+        self.run_pod_on(namespace, name, false)
+    }
+
+    fn run_pod_on(&mut self, namespace: &str, name: &str, own_network: bool) -> Pod {
         static PODS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = PODS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let uid = format!("{:08x}-{:04x}-4000-8000-{:012x}", std::process::id(), n & 0xffff, nanos());
@@ -199,13 +245,13 @@ impl Containerd {
                 namespace: namespace.into(),
                 attempt: 0,
             }),
-            // Host network: the node's hostname, as the kubelet leaves it.
+            // The node's hostname, as the kubelet leaves it.
             log_directory: log_dir,
             linux: Some(LinuxPodSandboxConfig {
                 cgroup_parent: format!("/{}/kubepods/{QOS}/pod{uid}", rel.display()),
                 security_context: Some(LinuxSandboxSecurityContext {
                     namespace_options: Some(NamespaceOption {
-                        network: NamespaceMode::Node as i32,
+                        network: if own_network { NamespaceMode::Pod } else { NamespaceMode::Node } as i32,
                         pid: NamespaceMode::Container as i32,
                         ipc: NamespaceMode::Pod as i32,
                         ..Default::default()
@@ -273,6 +319,40 @@ impl Containerd {
             .block_on(client.start_container(StartContainerRequest { container_id: id.clone() }))
             .unwrap_or_else(|e| panic!("StartContainer {} in {}: {e}\n{}", spec.name, pod.name, self.log()));
         id
+    }
+
+    /// The pid of the pod's sandbox (pause) process in the node's PID
+    /// namespace (`PodSandboxStatus`, verbose).
+    pub fn sandbox_pid(&self, pod: &Pod) -> u32 {
+        let mut client = self.client.clone();
+        let status = self
+            .rt
+            .block_on(
+                client.pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: pod.id.clone(), verbose: true }),
+            )
+            .unwrap_or_else(|e| panic!("PodSandboxStatus {}: {e}", pod.name))
+            .into_inner();
+        let info: serde_json::Value =
+            serde_json::from_str(status.info.get("info").map_or("{}", |s| s.as_str())).unwrap_or_default();
+        info["pid"].as_u64().unwrap_or_else(|| panic!("no sandbox pid for {}: {info}", pod.name)) as u32
+    }
+
+    /// The pod's address, as the CNI plugin gave it (`PodSandboxStatus`).
+    pub fn pod_ip(&self, pod: &Pod) -> String {
+        let mut client = self.client.clone();
+        let status = self
+            .rt
+            .block_on(
+                client.pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: pod.id.clone(), verbose: false }),
+            )
+            .unwrap_or_else(|e| panic!("PodSandboxStatus {}: {e}", pod.name))
+            .into_inner();
+        status
+            .status
+            .and_then(|s| s.network)
+            .map(|n| n.ip)
+            .filter(|ip| !ip.is_empty())
+            .unwrap_or_else(|| panic!("pod {} has no address", pod.name))
     }
 
     /// What the container wrote to its log (CRI log format: one line per

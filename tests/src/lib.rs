@@ -13,6 +13,7 @@ pub mod cni;
 #[cfg(feature = "cri")]
 pub mod cri;
 pub mod daemon;
+pub mod datapath;
 #[cfg(feature = "cri")]
 pub mod docker;
 pub mod fuse;
@@ -69,6 +70,10 @@ pub fn can_run(requirements: &[&str]) -> bool {
 }
 
 pub fn which(tool: &str) -> Option<PathBuf> {
+    // A tool outside PATH (CNI plugins) is named by its path.
+    if tool.starts_with('/') {
+        return Path::new(tool).is_file().then(|| PathBuf::from(tool));
+    }
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(tool)).find(|p| p.is_file())
 }
 

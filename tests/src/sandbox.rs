@@ -15,6 +15,8 @@ pub struct Sandbox {
     child: Child,
     /// Host pid of the sandbox's PID 1.
     pub pid1: u32,
+    /// Whether it has a network namespace of its own (`with_network`).
+    pub own_network: bool,
 }
 
 impl Sandbox {
@@ -26,9 +28,23 @@ impl Sandbox {
 
     /// Like `new`, with PID 1 idling as `init` (e.g. under another uid).
     pub fn with_init(setup: &str, init: &str) -> Sandbox {
+        Self::spawn(setup, init, false)
+    }
+
+    /// Like `new`, in a network namespace of its own too (its loopback up):
+    /// a node whose network is not this machine's, where pods' veths and
+    /// their programs can be made and go with it.
+    pub fn with_network(setup: &str) -> Sandbox {
+        Self::spawn(&format!("ip link set lo up\n{setup}"), "sleep infinity", true)
+    }
+
+    fn spawn(setup: &str, init: &str, own_network: bool) -> Sandbox {
         let script = format!("set -e\n{setup}\necho ready\nexec {init}\n");
+        let net: &[&str] = if own_network { &["--net"] } else { &[] };
         let mut child = Command::new("unshare")
-            .args(["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "sh", "-c", &script])
+            .args(["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc"])
+            .args(net)
+            .args(["sh", "-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -39,7 +55,7 @@ impl Sandbox {
         let pid1 = fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
             .ok()
             .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()));
-        let mut sb = Sandbox { child, pid1: pid1.unwrap_or(0) };
+        let mut sb = Sandbox { child, pid1: pid1.unwrap_or(0), own_network };
         if line.trim() != "ready" || sb.pid1 == 0 {
             let status = sb.child.wait();
             panic!("sandbox setup failed ({status:?}): {setup}");
@@ -50,6 +66,15 @@ impl Sandbox {
     /// A command run inside the sandbox's PID and mount namespaces.
     pub fn command(&self, program: &Path, args: &[&str]) -> Command {
         command_in(self.pid1, program, args)
+    }
+
+    /// A command run inside the sandbox's PID, mount and network
+    /// namespaces: a hostNetwork process of the node.
+    pub fn command_on_network(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg("--target").arg(self.pid1.to_string()).args(["--pid", "--mount", "--net", "--"]).arg(program).args(args);
+        c.env("CGAUDIT_NESTED_NODE", "true");
+        c
     }
 
     /// `agent <args>` as a hostPID pod on this "node" would run it.

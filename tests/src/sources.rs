@@ -80,18 +80,27 @@ pub fn answer(report: &Value) -> (BTreeSet<String>, BTreeSet<String>, Value, Val
             )
         })
         .collect();
-    let findings = report["findings"]
+    let findings = report["findings"].as_array().unwrap().iter().map(|f| {
+        format!(
+            "{} {} {} {} {} {}",
+            f["kind"], f["severity"], f["cgroup"], f["attach_type"], f["prog_id"], f["link_id"]
+        )
+    });
+    // Where the findings judge pods: each pod's cgroup and its containers
+    // (the leaves that hold processes).
+    let pods = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| {
-            format!(
-                "{} {} {} {} {} {}",
-                f["kind"], f["severity"], f["cgroup"], f["attach_type"], f["prog_id"], f["link_id"]
-            )
+        .flat_map(|f| {
+            f["pods"].as_array().cloned().unwrap_or_default().into_iter().map(move |p| (f["kind"].clone(), p))
         })
-        .collect();
-    (attachments, findings, report["cgroups_scanned"].clone(), report["status"].clone())
+        .map(|(kind, p)| {
+            let containers: Vec<&Value> =
+                p["containers"].as_array().map(|c| c.iter().map(|c| &c["cgroup"]).collect()).unwrap_or_default();
+            format!("{kind} pod {} {} containers {containers:?}", p["uid"], p["cgroup"])
+        });
+    (attachments, findings.chain(pods).collect(), report["cgroups_scanned"].clone(), report["status"].clone())
 }
 
 /// Panics unless the daemon's picture and a fresh audit of `t` agree
@@ -128,6 +137,55 @@ pub fn assert_picture_is_an_audit(d: &Daemon, args: &[&str]) {
         only(&ff, &pf)
     );
     assert_eq!((pc, ps), (fc, fs), "cgroups and status");
+}
+
+/// Issue 40, item 2: the daemon calls a cgroup a pod's container from the
+/// fact the audit reads (`cgroup.events`: processes in it or below), not
+/// from the mkdir it saw. A pod whose sockets the CNI's program does not
+/// reach (a tenant's override at its cgroup) is judged by its containers:
+/// a container with a process, an empty cgroup made below it (not a
+/// container: the process's container stays one), and a new cgroup a
+/// process then moves into (a container once it holds one). The daemon's
+/// picture is a fresh audit at each step, pods and containers included.
+pub fn containers_are_what_the_audit_calls_containers(events: &str) {
+    let t = TestCgroup::new(&format!("ctrs-{events}"));
+    let pod_rel = cgroupfs_pod("burstable", OTHER_POD_UID);
+    let pod = t.mkdir(&pod_rel);
+    let c1 = t.mkdir(&format!("{pod_rel}/c1"));
+    let (cni, tenant) = (Prog::load("cil_sock4_connect", "connect4"), Prog::load("tenant_connect4", "connect4"));
+    let _cni = Attached::new(&t.path, &cni, crate::bpf::ALLOW_OVERRIDE);
+    let _tenant = Attached::new(&pod, &tenant, crate::bpf::ALLOW_OVERRIDE);
+    let _in_c1 = crate::cgroup::Resident::into(&crate::cgroup::open_dir(&c1));
+    let d = daemon(&t, events);
+    let containers = |report: &Value| -> Vec<String> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "pods_without_socket_lb")
+            .flat_map(|f| f["pods"].as_array().unwrap().iter())
+            .flat_map(|p| p["containers"].as_array().unwrap().iter())
+            .map(|c| c["cgroup"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let c1_rel = format!("{pod_rel}/c1");
+    assert_eq!(containers(&audit_json(&["--cgroup-root", t.path.to_str().unwrap()])), [c1_rel]);
+    assert_picture_is_a_fresh_audit(&d, &t);
+
+    // Empty, below the container: the container stays c1.
+    t.mkdir(&format!("{pod_rel}/c1/sub"));
+    assert_picture_is_a_fresh_audit(&d, &t);
+    // A new cgroup and a process in it at once, as a runtime makes a
+    // container: a container too (its cgroup.events is read a second after
+    // the mkdir, or by the sweep).
+    let c2 = t.mkdir(&format!("{pod_rel}/c2"));
+    let _in_c2 = crate::cgroup::Resident::into(&crate::cgroup::open_dir(&c2));
+    let both = wait_until(deadline(events), || {
+        let picture: Value = serde_json::from_str(&d.get("/audit").1).unwrap();
+        containers(&picture).len() == 2
+    });
+    assert!(both, "the container with a process never reached the picture:\n{}", d.get("/audit").1);
+    assert_picture_is_a_fresh_audit(&d, &t);
 }
 
 /// The program ids the picture holds on `hook` at `cgroup` (a path

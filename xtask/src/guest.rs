@@ -1,6 +1,7 @@
 //! Booting the kernel matrix: one initramfs (a static init, the static
-//! agent, the static `fixture` and the guest test binary; no modules, no
-//! shell), booted under QEMU once per kernel and boot profile, results read
+//! agent, the static `fixture` and the guest test binary; no shell), with
+//! each kernel's few modules appended (`kernels::MODULES`), booted under
+//! QEMU once per kernel and boot profile, results read
 //! back from the serial console, as aya runs its integration tests on the
 //! kernels it supports.
 //!
@@ -112,6 +113,15 @@ pub fn initramfs(arch: Arch, b: &GuestBinaries) -> Result<PathBuf> {
         .arg("-c")
         .arg(format!("find . -print | cpio --quiet -o -H newc -R 0:0 > '{}'", image.display())))?;
     Ok(image)
+}
+
+/// `initramfs` followed by `kernel`'s modules, as one file beside it.
+fn with_modules(initramfs: &Path, kernel: &Fetched) -> Result<PathBuf> {
+    let out = initramfs.with_file_name(format!("initramfs-{}.cpio", kernel.label));
+    let mut bytes = std::fs::read(initramfs).with_context(|| format!("read {}", initramfs.display()))?;
+    bytes.extend(std::fs::read(&kernel.modules).with_context(|| format!("read {}", kernel.modules.display()))?);
+    std::fs::write(&out, bytes).with_context(|| format!("write {}", out.display()))?;
+    Ok(out)
 }
 
 /// How QEMU runs the guests.
@@ -309,6 +319,9 @@ pub fn run_kernel(
             append.push_str(&format!(" cgaudit.filter={f}"));
         }
         let prefix = format!("[{} {profile}]", kernel.label);
+        // The initramfs with this kernel's modules appended (the kernel
+        // unpacks concatenated archives in turn).
+        let initramfs = &with_modules(initramfs, kernel)?;
         eprintln!("xtask: booting {} ({profile} profile, {accel:?})", kernel.package);
         let mut boot = boot_once(kernel.arch, &kernel.vmlinuz, initramfs, accel, &append, BOOT_TIMEOUT, Some(&prefix))?;
         if boot.to_init.is_none() {

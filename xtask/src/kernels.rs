@@ -8,8 +8,9 @@
 //! `APT::Architecture=arm64`) whose mirror is read at run time
 //! from the machine's own `/etc/apt/sources.list.d/debian.sources`: no
 //! registry host is written in this repository. Only `boot/` of each
-//! package is unpacked (the kernel and its config): the guests need no
-//! modules.
+//! package is unpacked (the kernel and its config), with the few modules the
+//! pods' network needs (`MODULES`), packed as a cpio the boot appends to the
+//! initramfs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,6 +83,12 @@ pub const MATRIX: &[Kernel] = &[
     },
 ];
 
+/// The modules the guests load at boot (Debian builds them as modules):
+/// veth pairs for the pods, and tc's clsact qdisc and bpf classifier for the
+/// CNIs' legacy per-endpoint programs. tcx and netkit are built in where the
+/// kernel has them.
+pub const MODULES: [&str; 3] = ["veth", "sch_ingress", "cls_bpf"];
+
 /// A kernel ready to boot.
 pub struct Fetched {
     pub label: &'static str,
@@ -89,6 +96,8 @@ pub struct Fetched {
     /// e.g. `linux-image-6.1.0-50-amd64`.
     pub package: String,
     pub vmlinuz: PathBuf,
+    /// A newc cpio of `MODULES` under `lib/modules/cgaudit/`.
+    pub modules: PathBuf,
 }
 
 impl Package {
@@ -161,8 +170,9 @@ fn cached(k: &Kernel) -> Result<Option<Fetched>> {
     let names: Vec<String> = entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
     let Some(package) = k.package.pick(names.iter().map(String::as_str)) else { return Ok(None) };
     let dir = kernels_dir().join(package);
-    // A fetch that did not finish leaves no `vmlinuz`.
-    if !dir.join("vmlinuz").is_file() {
+    // A fetch that did not finish leaves no `vmlinuz`; one from before the
+    // modules were kept has no `modules.cpio` (fetched again).
+    if !dir.join("vmlinuz").is_file() || !dir.join("modules.cpio").is_file() {
         return Ok(None);
     }
     ready(k, package, &dir).map(Some)
@@ -173,7 +183,13 @@ fn ready(k: &Kernel, package: &str, dir: &Path) -> Result<Fetched> {
     if !vmlinuz.is_file() {
         bail!("{}: no kernel image after unpacking {package}", vmlinuz.display());
     }
-    Ok(Fetched { label: k.label, arch: k.arch, package: package.to_owned(), vmlinuz })
+    Ok(Fetched {
+        label: k.label,
+        arch: k.arch,
+        package: package.to_owned(),
+        vmlinuz,
+        modules: dir.join("modules.cpio"),
+    })
 }
 
 /// apt with its own sources list, lists and cache, for suites the machine
@@ -277,11 +293,14 @@ impl PrivateApt {
             .with_context(|| format!("apt-get download {package} left no .deb"))?;
         let unpacked = download.join("unpacked");
         std::fs::create_dir_all(&unpacked)?;
-        // Only boot/: the image and its config (~10 MB of ~300).
+        // Only boot/ (the image and its config, ~10 MB of ~300) and MODULES
+        // (wherever the package keeps them: lib/ or usr/lib/, compressed or not).
+        let modules: Vec<String> = MODULES.iter().map(|m| format!("'*/{m}.ko*'")).collect();
         run(Command::new("sh").arg("-c").arg(format!(
-            "dpkg-deb --fsys-tarfile '{}' | tar -x -C '{}' ./boot",
+            "dpkg-deb --fsys-tarfile '{}' | tar -x -C '{}' --wildcards './boot/*' {}",
             deb.display(),
-            unpacked.display()
+            unpacked.display(),
+            modules.join(" ")
         )))?;
         let boot = unpacked.join("boot");
         let pick = |prefix: &str| -> Result<PathBuf> {
@@ -294,6 +313,7 @@ impl PrivateApt {
         let staged = download.join("staged");
         std::fs::create_dir_all(&staged)?;
         std::fs::rename(pick("config-")?, staged.join("config"))?;
+        pack_modules(&unpacked, &staged.join("modules.cpio"))?;
         // Last: a directory with `vmlinuz` is a complete fetch.
         std::fs::rename(pick("vmlinuz-")?, staged.join("vmlinuz"))?;
         let _ = std::fs::remove_dir_all(dir);
@@ -302,6 +322,42 @@ impl PrivateApt {
         let _ = std::fs::remove_dir_all(&download);
         Ok(())
     }
+}
+
+/// Packs the `MODULES` found below `unpacked` into `cpio` at
+/// `lib/modules/cgaudit/<file>`; each must be there.
+fn pack_modules(unpacked: &Path, cpio: &Path) -> Result<()> {
+    fn find(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                find(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    find(unpacked, &mut files);
+    let root = unpacked.join("cgaudit-modules");
+    let into = root.join("lib/modules/cgaudit");
+    std::fs::create_dir_all(&into)?;
+    for m in MODULES {
+        let file = files
+            .iter()
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.split('.').next() == Some(m) && n.contains(".ko"))
+            })
+            .with_context(|| format!("no {m}.ko in {}", unpacked.display()))?;
+        std::fs::copy(file, into.join(file.file_name().context("a file name")?))?;
+    }
+    run(Command::new("sh")
+        .current_dir(&root)
+        .arg("-c")
+        .arg(format!("find . -print | cpio --quiet -o -H newc -R 0:0 > '{}'", cpio.display())))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -148,7 +148,11 @@ pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
 }
 
+/// Whether `tool` is on PATH (or, given as an absolute path, there).
 pub(crate) fn on_path(tool: &str) -> bool {
+    if Path::new(tool).is_absolute() {
+        return Path::new(tool).is_file();
+    }
     std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file())).unwrap_or(false)
 }
 

@@ -22,6 +22,7 @@ const COLUMNS: &[(&str, &str)] = &[
     ("syscalls", "syscalls"),
     ("Remount", "remount"),
     ("net_cls in use (v1)", "net_cls"),
+    ("Pod interfaces read", "datapath"),
 ];
 
 /// The table for `results`, one row per kernel in the matrix's order.

@@ -42,6 +42,12 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     // The CRI tests' runtime, and protoc for their CRI client's build.
     ("containerd", "containerd"),
     ("ctr", "containerd"),
+    // Pod networking for that containerd, as the kubelet's CNI config
+    // gives it: real veths made by a real CNI plugin (not on PATH: CNI
+    // plugins live in their own directory).
+    ("/usr/lib/cni/ptp", "containernetworking-plugins"),
+    ("/usr/lib/cni/host-local", "containernetworking-plugins"),
+    ("/usr/lib/cni/loopback", "containernetworking-plugins"),
     // Kubernetes on Docker (cri-dockerd's layout), against a real dockerd.
     ("dockerd", "docker.io"),
     ("protoc", "protobuf-compiler"),

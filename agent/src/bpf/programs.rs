@@ -270,29 +270,6 @@ pub fn cgroup_links() -> Result<Links, SyscallError> {
     Ok(out)
 }
 
-/// Whether the kernel has taken cgroup link `id` off its hook (it names
-/// no cgroup any more, or is gone), waiting up to `wait` for it: a
-/// release's event is sent before the kernel takes cgroup_mutex to detach.
-pub fn link_ended(id: u32, wait: std::time::Duration) -> bool {
-    let started = std::time::Instant::now();
-    loop {
-        let ended = match sys::link_fd_by_id(id) {
-            Err(e) => e.errno() == Some(libc::ENOENT),
-            Ok(fd) => match sys::cgroup_link_info(fd.as_fd()) {
-                Ok(Some(info)) => info.cgroup_id == 0,
-                // Not a cgroup link (the id was handed out again), or not
-                // describable: not the link the event named any more.
-                Ok(None) => true,
-                Err(_) => false,
-            },
-        };
-        if ended || started.elapsed() >= wait {
-            return ended;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

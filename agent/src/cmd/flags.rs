@@ -66,6 +66,6 @@ impl ScanArgs {
 
     /// How findings are judged.
     pub fn policy(&self) -> Policy {
-        Policy { allow: self.allow.clone() }
+        Policy { allow: self.allow.clone(), endpoint_grace: self.endpoint_grace }
     }
 }

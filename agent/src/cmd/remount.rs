@@ -188,7 +188,7 @@ pub fn remount(args: &RemountArgs) -> Result<RemountReport, CommandError> {
         return Err(CommandError::Bpffs(format!("{}: not a bpffs mount", b.display())));
     }
     let target = Target::open(&args.proc, args.target_pid)?.nested_node(args.nested_node);
-    let policy = Policy { allow: args.allow.clone() };
+    let policy = Policy { allow: args.allow.clone(), ..Default::default() };
     // One audit of the node, when the path or the programs depend on it.
     let snap = if args.path.is_none() || args.detach_misattached {
         let opts = ScanOptions { nested_node: args.nested_node, ..ScanOptions::node(args.proc.clone()) };

@@ -62,6 +62,11 @@ pub const MISATTACHED_LABELS: &[&str] = &[
     "attached_by",
 ];
 
+/// The labels of `cgaudit_pod_outside_datapath`: one series per pod whose
+/// interface lacks the CNI's per-endpoint programs.
+pub const OUTSIDE_DATAPATH_LABELS: &[&str] =
+    &["owner", "severity", "pod_namespace", "pod_name", "pod_uid", "interface"];
+
 /// The labels of `cgaudit_socket_lb_misattached_programs`: one series per
 /// misattached cgroup, its hooks in one label.
 pub const MISATTACHED_CGROUP_LABELS: &[&str] =
@@ -98,6 +103,8 @@ pub struct Metrics {
     misattached_cgroups_truncated: IntGauge,
     attachments: IntGaugeVec,
     pods_without_socket_lb: IntGauge,
+    outside_datapath: IntGaugeVec,
+    outside_datapath_truncated: IntGauge,
     audit_duration: Histogram,
     audits: IntCounterVec,
     incremental: IntCounter,
@@ -235,6 +242,15 @@ impl Metrics {
             pods_without_socket_lb: gauge(
                 "pods_without_socket_lb",
                 "Pods with no CNI connect program in effect while the CNI's socket LB is in use.",
+            ),
+            outside_datapath: gauge_vec(
+                "pod_outside_datapath",
+                "1 per pod whose host-side interface carries none of the CNI's per-endpoint programs while other pods' do (at most 64 series a node; the rest are counted in pod_outside_datapath_truncated).",
+                OUTSIDE_DATAPATH_LABELS,
+            ),
+            outside_datapath_truncated: gauge(
+                "pod_outside_datapath_truncated",
+                "Pods outside the CNI's datapath with no pod_outside_datapath series: past 64 series a node.",
             ),
             audit_duration: register(
                 &r,
@@ -570,6 +586,22 @@ impl Metrics {
         self.pods_without_socket_lb
             .set(findings.iter().filter(|f| f.kind == Kind::PodsWithoutSocketLb).filter_map(|f| f.count).sum::<u64>()
                 as i64);
+        self.outside_datapath.reset();
+        let outside: Vec<&Finding> = findings.iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect();
+        for f in outside.iter().take(SERIES_MAX) {
+            let interface = f.interfaces.first().map_or("", |i| i.name.as_str());
+            self.outside_datapath
+                .with_label_values(&[
+                    f.owner.map_or("unknown", Owner::as_str),
+                    f.severity.as_str(),
+                    f.pod_namespace.as_deref().unwrap_or(""),
+                    f.pod_name.as_deref().unwrap_or(""),
+                    f.pod_uid.as_deref().unwrap_or(""),
+                    interface,
+                ])
+                .set(1);
+        }
+        self.outside_datapath_truncated.set(outside.len().saturating_sub(SERIES_MAX) as i64);
     }
 
     /// Adds `delta` to the attachments counted for a hook, owner and place.

@@ -56,12 +56,38 @@ pub enum Check {
     Removes,
     /// A cgroup link the kernel has begun to release or detach (the
     /// programs see its entry, before the kernel takes cgroup_mutex): the
-    /// reading must list one copy of its program fewer on its hook than
-    /// the picture held, the program's other copies staying. A link's id
-    /// is freed before its release takes it off the hook (`bpf_link_free`),
-    /// so a gone id does not say the release is done: a reading that still
-    /// lists every copy is made again shortly (`RELEASE_TRIES`).
-    Released { prog_id: u32, hook: AttachType, link_id: u32 },
+    /// reading must list fewer than `copies` copies of its program on its
+    /// hook, the program's other copies staying. `copies` is what the
+    /// picture held at the event, less the releases of the same program on
+    /// the same hook still to be borne out (0: unknown to the picture). A
+    /// link's id is freed before its release takes it off the hook
+    /// (`bpf_link_free`), so a gone id does not say the release is done: a
+    /// reading that still lists every copy is made again shortly
+    /// (`Picture::release_read`).
+    Released { prog_id: u32, hook: AttachType, link_id: u32, copies: u32 },
+}
+
+/// How many times a released link's hook is read again before a full pass
+/// is asked for instead: with `Schedule::read_again`'s backoff, about 8 s.
+pub const RELEASE_TRIES: u32 = 12;
+
+/// What follows a reading made for a release (`Picture::release_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseNext {
+    /// Borne out, or no longer pending: nothing.
+    Done,
+    /// Not yet: read its hook again, after this many tries.
+    Again(u32),
+    /// Never borne out: a full pass tells.
+    GiveUp,
+}
+
+/// A release the picture emitted a check for and no reading has borne out.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    cgroup_id: u64,
+    check: Check,
+    tries: u32,
 }
 
 impl Check {
@@ -72,11 +98,10 @@ impl Check {
             Check::None => true,
             Check::Holds { prog_id, hook } => now.iter().any(|a| a.prog_id == prog_id && a.attach_type == hook),
             Check::Removes => !before.is_empty(),
-            Check::Released { prog_id, hook, .. } => {
-                let copies =
-                    |v: &[Attached]| v.iter().filter(|a| a.prog_id == prog_id && a.attach_type == hook).count();
+            Check::Released { prog_id, hook, copies, .. } => {
                 // Unknown to the picture: nothing it holds can be stale.
-                copies(before) == 0 || copies(now) < copies(before)
+                copies == 0
+                    || now.iter().filter(|a| a.prog_id == prog_id && a.attach_type == hook).count() < copies as usize
             }
         }
     }
@@ -124,6 +149,8 @@ pub struct Picture {
     generation: u64,
     /// `--max-cgroups`: past it between full passes too, the tree goes.
     tree_max: usize,
+    /// Releases not yet borne out, by link id.
+    releasing: HashMap<u32, Pending>,
 }
 
 impl Picture {
@@ -132,7 +159,7 @@ impl Picture {
         let tree = snap.tree.take();
         let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
         let above = Level::above(&root_own, &snap.root_effective);
-        Picture { snap, tree, above, stale: false, generation: 0, tree_max: usize::MAX }
+        Picture { snap, tree, above, stale: false, generation: 0, tree_max: usize::MAX, releasing: HashMap::new() }
     }
 
     /// Keeps the tree only while it holds at most `max` cgroups: cgroups
@@ -200,6 +227,58 @@ impl Picture {
             self.generation += 1;
         }
         changed
+    }
+
+    /// The pods' interfaces as read now, their programs named from the
+    /// picture's; whether what was read changed (when it was read aside).
+    pub fn set_pod_networks(&mut self, mut nets: crate::iface::PodNetworks) -> bool {
+        use crate::iface::Net;
+        nets.name_programs(&self.snap.programs);
+        let old = &self.snap.pod_networks;
+        // A read that failed, or a pod or interface it could not read, keeps
+        // the last good reading: a gap must not clear a verdict (nor the
+        // alert's `for:` start again).
+        if nets.error.is_some() {
+            nets.pods = old.pods.clone();
+        }
+        let unread = |p: &crate::iface::PodNet| match &p.net {
+            Net::Unreadable { .. } => true,
+            Net::Interfaces { interfaces } => interfaces.iter().any(|i| !i.errors.is_empty()),
+            _ => false,
+        };
+        for p in nets.pods.iter_mut().filter(|p| unread(p)) {
+            if let Some(last) = old.pods.iter().find(|q| q.pod_uid == p.pod_uid && !unread(q)) {
+                *p = last.clone();
+            }
+        }
+        // What the pods still here had, at this read or an earlier one.
+        let here: HashSet<&str> = nets.pods.iter().map(|p| p.pod_uid.as_str()).collect();
+        let mut had: std::collections::BTreeSet<(String, crate::owner::Owner, u32)> =
+            old.had_programs.iter().filter(|(uid, ..)| here.contains(uid.as_str())).cloned().collect();
+        had.extend(crate::findings::outside_datapath::managed(old).filter(|(uid, ..)| here.contains(uid.as_str())));
+        nets.had_programs = had;
+        let changed = nets.error != old.error
+            || nets.agents != old.agents
+            || nets.pods != old.pods
+            || nets.had_programs != old.had_programs;
+        self.snap.pod_networks = nets;
+        if changed {
+            self.generation += 1;
+        }
+        changed
+    }
+
+    /// Carries what the pods' interfaces had at the last picture's reads
+    /// into this one's (a full pass starts a new picture), as if the old
+    /// read had come just before this one.
+    pub fn keep_pod_history(&mut self, old: &crate::iface::PodNetworks) {
+        let before = crate::iface::PodNetworks {
+            pods: old.pods.clone(),
+            had_programs: old.had_programs.clone(),
+            ..Default::default()
+        };
+        let fresh = std::mem::replace(&mut self.snap.pod_networks, before);
+        self.set_pod_networks(fresh);
     }
 
     /// The owners' agents running now; whether they changed.
@@ -329,6 +408,39 @@ impl Picture {
         (removed, added, findings)
     }
 
+    /// The releases on `cgroup_id` no reading has borne out yet.
+    pub fn releases_on(&self, cgroup_id: u64) -> Vec<Check> {
+        let mut v: Vec<_> = self.releasing.values().filter(|p| p.cgroup_id == cgroup_id).map(|p| p.check).collect();
+        v.sort_by_key(|c| match c {
+            Check::Released { link_id, .. } => *link_id,
+            _ => 0,
+        });
+        v
+    }
+
+    /// A reading made for `check` (a release) did or did not bear it out
+    /// (`borne`): what follows.
+    pub fn release_read(&mut self, check: Check, borne: bool) -> ReleaseNext {
+        let Check::Released { link_id, .. } = check else { return ReleaseNext::Done };
+        let Some(p) = self.releasing.get_mut(&link_id) else { return ReleaseNext::Done };
+        if borne {
+            self.releasing.remove(&link_id);
+            return ReleaseNext::Done;
+        }
+        p.tries += 1;
+        if p.tries >= RELEASE_TRIES {
+            self.releasing.remove(&link_id);
+            return ReleaseNext::GiveUp;
+        }
+        ReleaseNext::Again(p.tries)
+    }
+
+    /// `cgroup_id` could not be read (gone, or out of the picture): none of
+    /// its releases can be borne out any more.
+    pub fn releases_dropped(&mut self, cgroup_id: u64) {
+        self.releasing.retain(|_, p| p.cgroup_id != cgroup_id);
+    }
+
     /// The most programs one cgroup holds on `hook` (without the tree: as
     /// the last placing saw).
     pub fn most_on(&self, hook: AttachType) -> usize {
@@ -378,12 +490,9 @@ impl Picture {
             let Some(tree) = self.tree.as_mut() else { return out };
             if tree.contains(s.id) {
                 if let Some(p) = s.populated
-                    && tree.set_populated(s.id, p)
+                    && self.populated_now(s.id, p)
                 {
-                    let in_kube =
-                        tree.get(s.id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
-                    self.changed();
-                    out.findings |= in_kube;
+                    out.findings |= self.in_kube(s.id);
                     out.changes += 1;
                 }
                 continue;
@@ -405,6 +514,28 @@ impl Picture {
             }
         }
         out
+    }
+
+    /// Whether cgroup `id` holds processes (in it or below), as read now;
+    /// true when the findings may have changed (the pods' containers).
+    pub fn set_populated(&mut self, id: u64, populated: bool) -> bool {
+        self.populated_now(id, populated) && self.in_kube(id)
+    }
+
+    /// True when `populated` changed what the tree held.
+    fn populated_now(&mut self, id: u64, populated: bool) -> bool {
+        let changed = self.tree.as_mut().is_some_and(|t| t.set_populated(id, populated));
+        if changed {
+            self.changed();
+        }
+        changed
+    }
+
+    fn in_kube(&self, id: u64) -> bool {
+        self.tree
+            .as_ref()
+            .and_then(|t| t.get(id))
+            .is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }))
     }
 
     /// The ids of the cgroups whose own programs differ from the sweep's.

@@ -20,6 +20,8 @@
 //! - The CNI agents and PID 1's mounts are read for a judgement at most
 //!   every `NODE_STATE_EVERY`; a judgement sooner is made again then.
 //! - Under syscall tracing, the cgroup links are listed every `LINK_SWEEP`.
+//! - The pods' interfaces and their programs are read every `INTERFACES`
+//!   (tc filters, tcx and netkit links make no event the daemon hooks).
 //! - The reading fallback sweeps every `SWEEP_SHARE` times the last
 //!   sweep's cost, within `SWEEP_MIN..=SWEEP_MAX` and `--interval`, and
 //!   reads each new cgroup again `NEW_CGROUP_READ` after it appears, at
@@ -27,7 +29,7 @@
 //! - A mount path is remediated at most once per `REMEDIATION_EVERY`.
 //! - The worker comes round its loop at least every `HEARTBEAT`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::daemon::metrics::Trigger;
@@ -46,6 +48,11 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 /// whose last fd was closed ends without a bpf(2) call (the kernel-side
 /// sources see that release).
 const LINK_SWEEP: Duration = Duration::from_secs(5);
+/// How often the pods' interfaces are read between full passes: a CNI's
+/// program detached from a pod's interface is noticed within this.
+pub const INTERFACES: Duration = Duration::from_secs(5);
+/// While a read of the interfaces runs, how often it is looked at.
+const INTERFACES_POLL: Duration = Duration::from_millis(100);
 /// The reading fallback's attachment sweep: at most a hundredth of the
 /// worker's time (its period is a hundred times what the last sweep took),
 /// between these bounds (the upper one is also capped at --interval).
@@ -57,6 +64,12 @@ const SWEEP_SHARE: u32 = 100;
 const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
 /// A cgroup asked to be read again later is, this much later.
 const READ_AGAIN: Duration = Duration::from_millis(100);
+/// With cgroup events, at most this many new cgroups wait to have their
+/// `cgroup.events` read (a pod making cgroups without pause): past it a
+/// full pass tells.
+const POPULATED_QUEUED: usize = 65_536;
+/// ... at most this much later, however many times it was.
+const READ_AGAIN_MAX: Duration = Duration::from_millis(800);
 /// New cgroups read that way per second at most; past this the next sweep,
 /// brought forward, finds them all in one pass: each read waits on the
 /// kernel's cgroup_mutex, which a pod making cgroups without pause keeps
@@ -136,6 +149,8 @@ pub struct Schedule {
     failures: u32,
     /// The next link sweep (syscall tracing only).
     next_link_sweep: Option<Instant>,
+    /// While the node has pods: when their interfaces are read next.
+    next_interfaces: Option<Instant>,
     /// The reading fallback's due times (`Source::Reading` only).
     reading: Option<Reading>,
     /// When the CNI agents and mounts were last read, and a judgement
@@ -150,8 +165,14 @@ pub struct Schedule {
     /// When each mount path was last remediated.
     remediated: HashMap<String, Instant>,
     /// cgroups to read again later, with any source: a link whose release
-    /// the kernel had not finished when it was read.
-    later: VecDeque<(Instant, u64)>,
+    /// the kernel had not finished when it was read. In time order, and
+    /// each cgroup once.
+    later: BTreeSet<(Instant, u64)>,
+    later_ids: HashMap<u64, Instant>,
+    /// With cgroup events: new cgroups whose `cgroup.events` is read
+    /// `NEW_CGROUP_READ` after their mkdir (empty when made; a runtime moves
+    /// the container's processes in right after).
+    populated: VecDeque<(Instant, u64)>,
 }
 
 impl Schedule {
@@ -167,6 +188,7 @@ impl Schedule {
             untracked: false,
             failures: 0,
             next_link_sweep: link_sweep.then_some(now + LINK_SWEEP),
+            next_interfaces: None,
             reading: reading.then(|| Reading {
                 next_sweep: now + SWEEP_MIN,
                 swept: now,
@@ -180,7 +202,9 @@ impl Schedule {
             judge_cost: Duration::ZERO,
             judge_due: None,
             remediated: HashMap::new(),
-            later: VecDeque::new(),
+            later: BTreeSet::new(),
+            later_ids: HashMap::new(),
+            populated: VecDeque::new(),
         }
     }
 
@@ -190,8 +214,10 @@ impl Schedule {
             self.asked.map(|(at, _)| at),
             self.judge_due,
             self.next_link_sweep,
+            self.next_interfaces,
             self.reading.as_ref().map(Reading::due),
-            self.later.front().map(|(at, _)| *at),
+            self.later.first().map(|(at, _)| *at),
+            self.populated.front().map(|(at, _)| *at),
             self.node_state_due,
         ]
         .into_iter()
@@ -298,6 +324,34 @@ impl Schedule {
 
     // Sweeps and reads.
 
+    /// True when the pods' interfaces are due to be read at `now`; the next
+    /// read is then `INTERFACES` later.
+    pub fn interfaces_due(&mut self, now: Instant) -> bool {
+        match self.next_interfaces {
+            Some(at) if at <= now => {
+                self.next_interfaces = Some(now + INTERFACES);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A read of the interfaces runs: it is looked at again
+    /// `INTERFACES_POLL` after `now`.
+    pub fn interfaces_pending(&mut self, now: Instant) {
+        self.next_interfaces = Some(now + INTERFACES_POLL);
+    }
+
+    /// A full pass at `now` found pods (`pods`) or none: their interfaces
+    /// are read every `INTERFACES` from now on, or not at all.
+    pub fn pods_seen(&mut self, now: Instant, pods: bool) {
+        self.next_interfaces = match (pods, self.next_interfaces) {
+            (false, _) => None,
+            (true, Some(at)) => Some(at),
+            (true, None) => Some(now + INTERFACES),
+        };
+    }
+
     /// Under syscall tracing, true when the link sweep is due at `now`;
     /// the next is then `LINK_SWEEP` later.
     pub fn link_sweep_due(&mut self, now: Instant) -> bool {
@@ -313,31 +367,54 @@ impl Schedule {
     /// Whether a read (a cgroup read again later, the reading fallback's
     /// new cgroups) or a sweep is due at `now`.
     pub fn read_due(&self, now: Instant) -> bool {
-        self.reading.as_ref().is_some_and(|r| r.due() <= now) || self.later.front().is_some_and(|(at, _)| *at <= now)
+        self.reading.as_ref().is_some_and(|r| r.due() <= now)
+            || self.later.first().is_some_and(|(at, _)| *at <= now)
+            || self.populated.front().is_some_and(|(at, _)| *at <= now)
     }
 
-    /// Reads cgroup `id` again `READ_AGAIN` after `now` (a link release the
-    /// kernel had not finished: the reading then lists it still).
-    pub fn read_again(&mut self, now: Instant, id: u64) {
-        if !self.later.iter().any(|(_, i)| *i == id) {
-            self.later.push_back((now + READ_AGAIN, id));
+    /// Reads cgroup `id` again after `now` (a link release the kernel had
+    /// not finished: the reading then lists it still): `READ_AGAIN` later
+    /// after its first try, doubling with each of `tries` up to
+    /// `READ_AGAIN_MAX`. A cgroup already waiting keeps the sooner time.
+    pub fn read_again(&mut self, now: Instant, id: u64, tries: u32) {
+        let at = now + (READ_AGAIN * 2u32.saturating_pow(tries.min(8))).min(READ_AGAIN_MAX);
+        match self.later_ids.get(&id) {
+            Some(&queued) if queued <= at => {}
+            queued => {
+                if let Some(&q) = queued {
+                    self.later.remove(&(q, id));
+                }
+                self.later.insert((at, id));
+                self.later_ids.insert(id, at);
+            }
         }
     }
 
     /// The next cgroup to read again whose moment has come at `now`.
     pub fn take_read_again(&mut self, now: Instant) -> Option<u64> {
-        if self.later.front().is_none_or(|(at, _)| *at > now) {
+        if self.later.first().is_none_or(|(at, _)| *at > now) {
             return None;
         }
-        self.later.pop_front().map(|(_, id)| id)
+        let (_, id) = self.later.pop_first()?;
+        self.later_ids.remove(&id);
+        Some(id)
     }
 
-    /// A cgroup `id` appeared at `now`: under the reading fallback it is
+    /// A cgroup `id` appeared at `now`. Under the reading fallback it is
     /// read again `NEW_CGROUP_READ` later, unless more than
     /// `NEW_CGROUPS_QUEUED` appeared this second: then the next sweep is
-    /// brought forward to that moment to find them all in one pass.
-    pub fn new_cgroup(&mut self, now: Instant, id: u64) {
-        let Some(r) = self.reading.as_mut() else { return };
+    /// brought forward to that moment to find them all in one pass (it
+    /// reads whether each holds processes too). With cgroup events, whether
+    /// it holds processes is read `NEW_CGROUP_READ` later; false when
+    /// `POPULATED_QUEUED` wait already (a full pass must tell).
+    pub fn new_cgroup(&mut self, now: Instant, id: u64) -> bool {
+        let Some(r) = self.reading.as_mut() else {
+            if self.populated.len() >= POPULATED_QUEUED {
+                return false;
+            }
+            self.populated.push_back((now + NEW_CGROUP_READ, id));
+            return true;
+        };
         if now.saturating_duration_since(r.queued.0) >= NEW_CGROUP_READ {
             r.queued = (now, 0);
         }
@@ -348,6 +425,16 @@ impl Schedule {
         } else {
             r.sweep_by(at);
         }
+        true
+    }
+
+    /// The next new cgroup whose `cgroup.events` is due at `now` (cgroup
+    /// events only).
+    pub fn take_populated(&mut self, now: Instant) -> Option<u64> {
+        if self.populated.front().is_none_or(|(at, _)| *at > now) {
+            return None;
+        }
+        self.populated.pop_front().map(|(_, id)| id)
     }
 
     /// The next new cgroup whose moment to be read has come at `now`.

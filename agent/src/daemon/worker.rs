@@ -49,17 +49,6 @@ pub use remediate::Remediate;
 /// is folded into one judgement.
 const BATCH: usize = 256;
 
-/// How long a released link's reading waits for the kernel to take the
-/// link off its hook (it does so right after the event, under
-/// cgroup_mutex).
-const RELEASE_WAIT: Duration = Duration::from_millis(10);
-
-/// How many times a released link's hook is read again (`READ_AGAIN`
-/// apart) while it still lists every copy of the link's program, before a
-/// full pass settles it: the release waits for cgroup_mutex, which a busy
-/// tree can hold for a while.
-const RELEASE_TRIES: u32 = 50;
-
 /// What the worker is asked, ahead of any event.
 pub enum Msg {
     /// Render the latest report as JSON (`/audit`).
@@ -183,9 +172,8 @@ pub struct Worker {
     /// cgroup came from the kernel's own objects need no check of their
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
-    /// Releases not yet borne out, by cgroup: the check to read again with
-    /// and the tries made.
-    releasing: std::collections::HashMap<u64, (Check, u32)>,
+    /// The pods' interfaces being read, off the worker (`read_interfaces`).
+    interfaces_job: Option<std::thread::JoinHandle<crate::iface::PodNetworks>>,
     /// What re-reads read of each hook holding programs, by revision:
     /// an unchanged hook is not read again (6.16+).
     revisions: crate::bpf::query::Revisions,
@@ -218,7 +206,7 @@ impl Worker {
             namer,
             lost_seen: 0,
             pending_rereads: BTreeSet::new(),
-            releasing: Default::default(),
+            interfaces_job: None,
             revisions: Default::default(),
         }
     }
@@ -232,6 +220,9 @@ impl Worker {
             self.look_at_losses();
             let now = Instant::now();
             if self.schedule.link_sweep_due(now) && self.sweep_links() {
+                self.judge();
+            }
+            if self.schedule.interfaces_due(now) && self.read_interfaces() {
                 self.judge();
             }
             if self.schedule.read_due(now) && self.read_what_is_due(now, events.as_ref()) {
@@ -361,10 +352,12 @@ impl Worker {
             Effect::Nothing => ("nothing", false),
             Effect::Applied { findings } => {
                 self.shared.metrics.incremental_update();
-                // The reading fallback reads a new cgroup again shortly:
-                // runtimes attach their device programs right after mkdir.
-                if let Change::CgroupMade { cgroup_id, .. } = &e.change {
-                    self.schedule.new_cgroup(Instant::now(), *cgroup_id);
+                // A new cgroup is read again shortly: runtimes attach their
+                // device programs and move processes in right after mkdir.
+                if let Change::CgroupMade { cgroup_id, .. } = &e.change
+                    && !self.schedule.new_cgroup(Instant::now(), *cgroup_id)
+                {
+                    self.ask_full_pass(Trigger::Unplaced);
                 }
                 ("applied", findings)
             }
@@ -386,15 +379,8 @@ impl Worker {
                 // re-reads. A busy cgroup's attach and detach calls each cost
                 // one query then, not one per hook and its processes.
                 // The release's event comes before the kernel takes the link
-                // off the hook: read once it has (or later, if it has not).
-                if let Check::Released { link_id, .. } = check
-                    && !crate::bpf::programs::link_ended(link_id, RELEASE_WAIT)
-                {
-                    self.pending_rereads.insert(cgroup_id);
-                    self.releasing.insert(cgroup_id, (check, 0));
-                    self.schedule.read_again(Instant::now(), cgroup_id);
-                    return ("reread", false);
-                }
+                // off the hook: a reading that lists it still is made again
+                // (read_hooks, Picture::release_read).
                 let hook = match (check, e.change.attach_type()) {
                     (Check::Holds { hook, .. } | Check::Released { hook, .. }, _) | (Check::Removes, Some(hook)) => {
                         Some([hook])

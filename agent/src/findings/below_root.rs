@@ -380,6 +380,6 @@ mod tests {
         prog(&mut s, 30, "my_lb_connect4", ProgType::CgroupSockAddr);
         attach(&mut s, CTR, CTR_ID, "connect4", 30);
         assert_eq!(kinds(&evaluate(&s, &Policy::default())), ["socket_lb_below_root"]);
-        assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()] }).is_empty());
+        assert!(evaluate(&s, &Policy { allow: vec!["my_lb".into()], ..Default::default() }).is_empty());
     }
 }

@@ -93,7 +93,7 @@ mod tests {
         assert_eq!((f[0].prog_id, f[0].owner), (Some(60), Some(Owner::Unknown)));
         assert!(f[0].message.contains("beside Cilium's"), "{}", f[0].message);
         // On a hook Cilium does not use, or allowed: not its business.
-        assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()] }).is_empty());
+        assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()], ..Default::default() }).is_empty());
         s.attachments.last_mut().unwrap().attach_type = at("bind4");
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }

@@ -17,8 +17,9 @@ mod foreign_on_cni_hook;
 mod leftovers;
 mod missing_at_root;
 mod mount_not_root;
+pub(crate) mod outside_datapath;
 mod ownership;
-mod pods_without;
+pub(crate) mod pods_without;
 mod v1_net_conflict;
 
 pub use below_root::misplaced;
@@ -71,6 +72,7 @@ pub enum Kind {
     ForeignProgramOnCniHook,
     CgroupV1NetControllerConflict,
     SockmapBesideSocketLb,
+    PodOutsideDatapath,
 }
 
 impl Kind {
@@ -90,7 +92,8 @@ impl Kind {
             | Kind::RootHookConflict
             | Kind::CgroupMountNotRoot
             | Kind::DuplicateCniPrograms
-            | Kind::HookProgramCountHigh => &[Severity::Critical, Severity::Warning],
+            | Kind::HookProgramCountHigh
+            | Kind::PodOutsideDatapath => &[Severity::Critical, Severity::Warning],
             Kind::DefunctLink
             | Kind::CniAgentPrivateCgroupns
             | Kind::CniLeftoverPrograms
@@ -118,6 +121,7 @@ impl Kind {
             Kind::CniLeftoverPrograms => leftovers::EXPLANATION,
             Kind::ForeignProgramOnCniHook => foreign_on_cni_hook::EXPLANATION,
             Kind::CgroupV1NetControllerConflict => v1_net_conflict::EXPLANATION,
+            Kind::PodOutsideDatapath => outside_datapath::EXPLANATION,
         }
     }
 }
@@ -169,6 +173,10 @@ pub struct Finding {
     /// many in all); empty for findings about no program or one of a link
     /// or pin (`prog_id` says which).
     pub programs: Vec<ProgramRef>,
+    /// pod_outside_datapath: the pod's host-side interfaces (absent for
+    /// other kinds).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<outside_datapath::InterfaceRef>,
 }
 
 /// The most programs one finding lists; `count` has them all. The kernel
@@ -217,6 +225,7 @@ impl Finding {
             pods: Vec::new(),
             hooks: Vec::new(),
             programs: Vec::new(),
+            interfaces: Vec::new(),
         }
     }
 
@@ -479,6 +488,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     foreign_on_cni_hook::foreign_on_cni_hooks(&cx, &hooks, &mut out);
     conflicts::conflicts(&cx, &mut out);
     v1_net_conflict::v1_net_conflict(&cx, &mut out);
+    outside_datapath::outside_datapath(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.

@@ -128,10 +128,23 @@ impl std::fmt::Display for Owner {
 }
 
 /// What the user told the rules about owners.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     /// Program-name prefixes that are benign wherever they are attached.
     pub allow: Vec<String>,
+    /// How long a new pod may go without its CNI's per-endpoint programs
+    /// before it is outside the datapath (`--endpoint-grace`).
+    pub endpoint_grace: std::time::Duration,
+}
+
+/// The default `--endpoint-grace`: the CNI adds a pod's endpoint a moment
+/// after its sandbox exists (Cilium within seconds).
+pub const ENDPOINT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy { allow: Vec::new(), endpoint_grace: ENDPOINT_GRACE }
+    }
 }
 
 /// Why a program counts as its owner's.

@@ -90,7 +90,7 @@ fn a_benign_name_on_a_hook_its_owner_never_uses_is_unknown() {
 
 #[test]
 fn the_allow_list_wins() {
-    let policy = Policy { allow: vec!["my_lb_".to_owned()] };
+    let policy = Policy { allow: vec!["my_lb_".to_owned()], ..Default::default() };
     assert_eq!(judge("my_lb_connect4", SOCK_ADDR, at("connect4"), &nothing(), &policy).owner, Owner::Allowed);
     assert!(Owner::Allowed.is_benign() && !Owner::Unknown.is_benign());
 }

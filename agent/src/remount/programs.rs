@@ -83,7 +83,7 @@ fn join(ids: &[u32]) -> String {
 /// audit of the whole node: every one of them (the rules' findings list
 /// only some).
 pub fn misattached(snap: &Snapshot, allow: &[String]) -> Vec<Detach> {
-    let policy = Policy { allow: allow.to_vec() };
+    let policy = Policy { allow: allow.to_vec(), ..Default::default() };
     findings::misplaced(snap, &policy)
         .into_iter()
         .map(|(a, owner)| Detach {

@@ -217,11 +217,85 @@ impl Report {
         if self.attachments.is_empty() {
             s.line(format_args!("(no programs attached to any cgroup)"));
         }
+        self.write_pod_interfaces(&mut s);
         // The verdict again where the eye ends up: after a long list of
         // attachments the first line has scrolled away.
         s.blank();
         s.line(format_args!("{}", self.summary()));
         s.into_string()
+    }
+
+    /// The pods' host-side interfaces and their programs: only on a node
+    /// whose pods have interfaces of their own.
+    fn write_pod_interfaces(&self, s: &mut Lines) {
+        use crate::iface::{Net, Via};
+        let d = &self.datapath;
+        let with: Vec<_> = d.pods.iter().filter(|p| matches!(p.net, Net::Interfaces { .. })).collect();
+        if let Some(e) = &d.error {
+            s.blank();
+            s.line(format_args!("POD INTERFACES: not read: {e}"));
+            return;
+        }
+        if with.is_empty() {
+            return;
+        }
+        let owners: Vec<&str> = d.owners.iter().map(|o| o.as_str()).collect();
+        let host = d.pods.iter().filter(|p| p.net == Net::HostNetwork).count();
+        let unread = d.pods.iter().filter(|p| matches!(p.net, Net::Unreadable { .. })).count();
+        s.blank();
+        s.line(format_args!(
+            "POD INTERFACES (datapath: {}; {} pod{} with interfaces, {host} hostNetwork, not judged)",
+            if owners.is_empty() { "none".to_owned() } else { owners.join(", ") },
+            with.len(),
+            if with.len() == 1 { "" } else { "s" },
+        ));
+        if unread > 0 {
+            s.line(format_args!(
+                "note: {unread} pod(s) not judged: their network could not be read (the JSON's datapath.pods say why)"
+            ));
+        }
+        if d.links_undecodable > 0 {
+            s.line(format_args!(
+                "note: {} host interface(s) could not be decoded (a name that is not UTF-8) and were left out",
+                d.links_undecodable
+            ));
+        }
+        s.line(format_args!("Pod"));
+        s.line(format_args!(
+            "    Interface        Driver  Hook            ID       Name                       Owner    Via"
+        ));
+        for p in with {
+            let Net::Interfaces { interfaces } = &p.net else { continue };
+            match (&p.namespace, &p.name) {
+                (Some(ns), Some(n)) => s.line(format_args!("{ns}/{n} (uid {})", p.pod_uid)),
+                _ => s.line(format_args!("pod {} ({})", p.pod_uid, p.cgroup)),
+            }
+            for i in interfaces {
+                if i.programs.is_empty() {
+                    s.line(format_args!("    {:<16} {:<7} (no programs)", i.name, i.driver));
+                }
+                for prog in &i.programs {
+                    let owner = findings::outside_datapath::endpoint_owner(prog).map_or("-", |o| o.as_str());
+                    let via = match &prog.via {
+                        Via::Filter { prio, handle, .. } => format!("tc filter pref {prio} handle {handle:#x}"),
+                        Via::Link { link_id } => format!("link {link_id}"),
+                        Via::Attached => String::new(),
+                    };
+                    s.line(format_args!(
+                        "    {:<16} {:<7} {:<15} {:<8} {:<26} {:<8} {via}",
+                        i.name,
+                        i.driver,
+                        prog.hook.as_str(),
+                        prog.prog_id,
+                        prog.prog_name,
+                        owner
+                    ));
+                }
+                for e in &i.errors {
+                    s.line(format_args!("    {:<16} {:<7} not read: {e}", i.name, i.driver));
+                }
+            }
+        }
     }
 
     fn write_attachments<'a>(&'a self, s: &mut Lines, group: &'a [super::AttachmentOut], last: &mut Option<&'a str>) {
@@ -325,6 +399,15 @@ fn write_finding_group<'a>(s: &mut Lines, group: &'a [Finding], fixes: &mut Vec<
     }
     if let Some(q) = f.qos {
         who.push(format!("qos {q}"));
+    }
+    // A pod's finding (pod_outside_datapath): its containers, by name.
+    if f.kind == findings::Kind::PodOutsideDatapath
+        && let Some(p) = f.pods.first()
+    {
+        let named: Vec<&str> = p.containers.iter().filter_map(|c| c.name.as_deref()).collect();
+        if !named.is_empty() {
+            who.push(format!("containers {}", named.join(", ")));
+        }
     }
     if !f.processes.is_empty() {
         let procs: Vec<String> = f.processes.iter().take(5).map(|p| format!("{} ({})", p.comm, p.pid)).collect();

@@ -244,6 +244,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
     let agents = host::agent_processes(&opts.proc, &budget, &mut errors);
+    // The pods' second layer: the programs on their host-side interfaces.
+    let mut pod_networks = crate::iface::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc);
     // Full names only where the audit shows them: attached, linked and
     // pinned programs, and the sk_msg programs owners' agents hold (the
     // rules judge them by name).
@@ -254,8 +256,16 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(cgroup_links.iter().map(|l| l.prog_id))
         .chain(pins.iter().map(|p| p.prog_id))
         .chain(agents.iter().flat_map(|p| p.holds.iter().copied()).filter(sk_msg))
+        .chain(pod_networks.program_ids())
         .collect();
+    // Programs attached to the pods' interfaces since the table was read.
+    for id in pod_networks.program_ids().filter(|id| !programs.contains_key(id)).collect::<Vec<_>>() {
+        if let Ok(Some(p)) = programs::program_by_id(id) {
+            programs.insert(id, p);
+        }
+    }
     let btf_skipped = programs::resolve_full_names(&mut programs, named);
+    pod_networks.name_programs(&programs);
     placement::link_attachments(&mut attachments, &cgroup_links);
 
     // Read only where it can change a verdict: v1 net controllers on the
@@ -306,6 +316,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         nested_node: opts.nested_node,
         processes: processes_by_cgroup,
         cgroup_paths: paths_of_interest,
+        pod_networks,
         events: Vec::new(),
         errors,
         tree: tree.filter(|_| !tree_over),

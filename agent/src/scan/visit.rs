@@ -84,6 +84,17 @@ impl<'a> Sink<'a> {
     }
 }
 
+/// Whether the open cgroup `fd` holds processes, in it or below it:
+/// `cgroup.events` says `populated 1` (false when it cannot be read).
+pub fn populated(fd: BorrowedFd<'_>) -> bool {
+    let Ok(fd) = openat(fd, "cgroup.events", OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
+        return false;
+    };
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::Read::take(std::fs::File::from(fd), 4096), &mut text);
+    text.lines().any(|l| l.trim() == "populated 1")
+}
+
 /// A cgroup the syscall walk holds open.
 struct OpenCgroup<'a> {
     fd: BorrowedFd<'a>,
@@ -91,14 +102,8 @@ struct OpenCgroup<'a> {
 }
 
 impl Access for OpenCgroup<'_> {
-    /// `cgroup.events` says `populated 1` when processes are in it or below it.
     fn populated(&self) -> bool {
-        let Ok(fd) = openat(self.fd, "cgroup.events", OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
-            return false;
-        };
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut text);
-        text.lines().any(|l| l.trim() == "populated 1")
+        populated(self.fd)
     }
 
     fn processes(&self) -> Vec<ProcessRef> {

@@ -88,6 +88,20 @@ fn changes_reach_the_picture_through_kprobes() {
 }
 
 #[test]
+fn containers_are_what_the_audit_calls_containers_through_fexit() {
+    if runs(&guest::require("v2"), "fexit") {
+        sources::containers_are_what_the_audit_calls_containers("fexit");
+    }
+}
+
+#[test]
+fn containers_are_what_the_audit_calls_containers_through_kprobes() {
+    if runs(&guest::require("v2"), "kprobe") {
+        sources::containers_are_what_the_audit_calls_containers("kprobe");
+    }
+}
+
+#[test]
 fn who_attached_survives_a_flood_of_fexit_events() {
     if loads(&guest::require("v2"), "fexit") {
         sources::who_attached_survives_a_flood_of_events("fexit");

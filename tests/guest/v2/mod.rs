@@ -1,6 +1,7 @@
 //! Guests booted with cgroup2 at /sys/fs/cgroup.
 
 mod daemon;
+mod datapath;
 mod events;
 mod owners;
 mod remount;

@@ -53,6 +53,29 @@ fn mount_v1() {
     }
 }
 
+/// Loads the modules xtask appended (`lib/modules/cgaudit/`: veth, clsact,
+/// the bpf classifier), as a node's boot would, compressed ones through the
+/// kernel's own decompressor.
+fn load_modules() {
+    let Ok(entries) = std::fs::read_dir("/lib/modules/cgaudit") else { return };
+    for e in entries.flatten() {
+        let path = e.path();
+        let compressed = path.extension().is_some_and(|x| x != "ko");
+        // MODULE_INIT_COMPRESSED_FILE (5.17+), which nix does not name.
+        let flags = if compressed {
+            nix::kmod::ModuleInitFlags::from_bits_retain(4)
+        } else {
+            nix::kmod::ModuleInitFlags::empty()
+        };
+        let loaded = std::fs::File::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| nix::kmod::finit_module(&f, c"", flags).map_err(|e| e.to_string()));
+        if let Err(e) = loaded {
+            println!("cgaudit-guest: load {}: {e}", path.display());
+        }
+    }
+}
+
 fn main() {
     mount_fs("proc", "/proc", "proc", None);
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
@@ -70,6 +93,7 @@ fn main() {
     if let Err(e) = integration_tests::net::loopback_up() {
         println!("cgaudit-guest: lo up: {e}");
     }
+    load_modules();
     let label = param(&cmdline, "label").unwrap_or_default();
     let _ = nix::unistd::sethostname(format!("guest-{}", label.replace('.', "-")));
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();

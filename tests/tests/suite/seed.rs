@@ -117,7 +117,7 @@ fn normalise(v: &mut Value, t: &Path) {
             for (k, val) in m.iter_mut() {
                 match k.as_str() {
                     "prog_id" | "cgroup_id" | "root_cgroup_id" | "pid" | "cgroupns" | "prog_tag" | "node"
-                    | "kernel" | "cgroup_root" | "revision" | "generated_at"
+                    | "kernel" | "cgroup_root" | "revision" | "generated_at" | "started"
                         if !val.is_null() =>
                     {
                         *val = Value::String(format!("<{k}>"))

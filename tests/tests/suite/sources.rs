@@ -22,6 +22,22 @@ fn changes_reach_the_picture_by_syscall_tracing() {
 }
 
 #[test]
+fn containers_are_what_the_audit_calls_containers_by_reading() {
+    if !can_run(&[]) {
+        return;
+    }
+    sources::containers_are_what_the_audit_calls_containers("reading");
+}
+
+#[test]
+fn containers_are_what_the_audit_calls_containers_by_syscall_tracing() {
+    if !can_run(&[]) {
+        return;
+    }
+    sources::containers_are_what_the_audit_calls_containers("syscalls");
+}
+
+#[test]
 fn a_flood_of_failing_calls_costs_the_reading_fallback_nothing() {
     if !can_run(&[]) {
         return;

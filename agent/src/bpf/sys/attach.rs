@@ -70,6 +70,26 @@ pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_t
     unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
 }
 
+/// `BPF_LINK_CREATE` of a tcx link (6.6) on interface `ifindex` of the
+/// calling thread's network namespace, at the end of the hook's programs.
+pub fn tcx_link_create(ifindex: u32, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+    attr.link_create.__bindgen_anon_2.target_ifindex = ifindex;
+    attr.link_create.attach_type = attach_type;
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
+}
+
+/// `BPF_ENABLE_STATS` of run time and count (5.8): programs count their
+/// runs (`run_cnt`) while the returned fd is open.
+pub fn enable_run_stats() -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    attr.enable_stats.type_ = aya_obj::generated::bpf_stats_type::BPF_STATS_RUN_TIME as u32;
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_ENABLE_STATS", bpf_cmd::BPF_ENABLE_STATS, &mut attr) }
+}
+
 /// `BPF_OBJ_PIN` of a program, map or link fd at a bpffs path.
 pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<()> {
     let mut attr = zeroed_attr();

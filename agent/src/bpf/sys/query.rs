@@ -76,6 +76,51 @@ pub fn prog_query_revision(target: BorrowedFd<'_>, attach_type: u32) -> Result<(
     Ok(unsafe { (attr.query.__bindgen_anon_2.prog_cnt, attr.query.revision) })
 }
 
+/// What one of an interface's mprog hooks holds (tcx 6.6+, netkit 6.7+).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IfindexQuery {
+    pub prog_ids: Vec<u32>,
+    /// Per program, the link holding it (0: attached without a link).
+    pub link_ids: Vec<u32>,
+    pub revision: u64,
+}
+
+/// `BPF_PROG_QUERY` of interface `ifindex` (in the calling thread's network
+/// namespace: the kernel looks the index up there) on `attach_type`
+/// (`BPF_TCX_*`, `BPF_NETKIT_*`). A hook holds at most 64 programs.
+pub fn ifindex_query(ifindex: u32, attach_type: u32) -> Result<IfindexQuery> {
+    let mut cap = 64usize;
+    loop {
+        let (mut ids, mut links) = (vec![0u32; cap], vec![0u32; cap]);
+        let mut attr = zeroed_attr();
+        {
+            attr.query.__bindgen_anon_1.target_ifindex = ifindex;
+            attr.query.attach_type = attach_type;
+            attr.query.prog_ids = ids.as_mut_ptr() as u64;
+            attr.query.link_ids = links.as_mut_ptr() as u64;
+            attr.query.__bindgen_anon_2.prog_cnt = cap as u32;
+        }
+        // SAFETY: prog_ids and link_ids each point at `cap` u32s, the count
+        // we pass.
+        match unsafe { sys_bpf("BPF_PROG_QUERY", bpf_cmd::BPF_PROG_QUERY, &mut attr) } {
+            Ok(_) => {
+                // SAFETY: the kernel wrote back the `query` member.
+                let (count, revision) = unsafe { (attr.query.__bindgen_anon_2.prog_cnt, attr.query.revision) };
+                let n = (count as usize).min(cap);
+                ids.truncate(n);
+                links.truncate(n);
+                return Ok(IfindexQuery { prog_ids: ids, link_ids: links, revision });
+            }
+            Err(e) if e.errno() == Some(libc::ENOSPC) && cap < 1024 => {
+                // SAFETY: reading an integer the kernel wrote back.
+                let needed = unsafe { attr.query.__bindgen_anon_2.prog_cnt } as usize;
+                cap = needed.max(cap * 2).min(1024);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Objects that `BPF_*_GET_NEXT_ID` enumerates.
 #[derive(Debug, Clone, Copy)]
 pub enum Objects {
@@ -172,6 +217,9 @@ pub struct ProgInfo {
     pub nr_func_info: u32,
     /// When it was loaded, in nanoseconds since boot (CLOCK_BOOTTIME).
     pub load_time_ns: u64,
+    /// How many times it ran while run statistics were on
+    /// (`kernel.bpf_stats_enabled`, or a `BPF_ENABLE_STATS` fd).
+    pub run_cnt: u64,
 }
 
 pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
@@ -189,6 +237,7 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
         btf_id: info.btf_id,
         nr_func_info: info.nr_func_info,
         load_time_ns: info.load_time,
+        run_cnt: info.run_cnt,
     })
 }
 

@@ -15,9 +15,10 @@ impl Picture {
             return self.untracked(e);
         }
         match &e.change {
-            // A new cgroup is made to hold processes: below a pod, the
-            // pod's container from now (and its parent one no more).
-            Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name, true),
+            // A new cgroup holds no processes yet: whether it does is read
+            // a moment later (Schedule::new_cgroup), as the full pass reads
+            // it (cgroup.events). Only then is it a pod's container.
+            Change::CgroupMade { cgroup_id, parent_id, name } => self.made(*cgroup_id, *parent_id, name, false),
             Change::CgroupRemoved { cgroup_id } => self.removed(*cgroup_id),
             Change::BpfCall { hints, .. } if hints.contains(Hints::UNREAD) => Effect::Unplaced,
             Change::BpfCall { command, cgroup_id, attach_type, prog_id, link_id, hints, .. } => {
@@ -68,11 +69,7 @@ impl Picture {
                 // the caller's fd.
                 let released = match (command, known_link) {
                     (BpfCommand::LinkReleased | BpfCommand::LinkDetach, Some(l)) if l.cgroup_id != 0 => {
-                        AttachType::from_kernel(l.attach_type).map(|hook| Check::Released {
-                            prog_id: l.prog_id,
-                            hook,
-                            link_id: l.link_id,
-                        })
+                        AttachType::from_kernel(l.attach_type).map(|hook| self.released(l, hook))
                     }
                     _ => None,
                 };
@@ -86,7 +83,13 @@ impl Picture {
                     _ => Check::None,
                 };
                 match cgroup {
-                    Some(cg) if self.known(cg) => self.reread(cg, prog_id, check),
+                    Some(cg) if self.known(cg) => {
+                        // Kept until a reading bears it out.
+                        if let Check::Released { link_id, .. } = check {
+                            self.releasing.insert(link_id, super::Pending { cgroup_id: cg, check, tries: 0 });
+                        }
+                        self.reread(cg, prog_id, check)
+                    }
                     // Elsewhere on the node (outside the audited tree).
                     Some(_) => Effect::Nothing,
                     // A call on a cgroup hook, or on a cgroup link we know,
@@ -115,6 +118,27 @@ impl Picture {
                 }
             }
         }
+    }
+
+    /// The check a link's release must pass: the copies of its program the picture holds on its hook now,
+    /// less the releases of that program there still pending (their copies
+    /// are in the picture yet).
+    fn released(&mut self, l: CgroupLinkInfo, hook: AttachType) -> Check {
+        let held = self
+            .tree
+            .as_ref()
+            .and_then(|t| t.get(l.cgroup_id))
+            .map_or(0, |n| n.own.iter().filter(|a| a.prog_id == l.prog_id && a.attach_type == hook).count());
+        let pending = self
+            .releasing
+            .values()
+            .filter(|p| {
+                p.cgroup_id == l.cgroup_id
+                    && matches!(p.check, Check::Released { prog_id, hook: h, link_id, .. }
+                        if prog_id == l.prog_id && h == hook && link_id != l.link_id)
+            })
+            .count();
+        Check::Released { prog_id: l.prog_id, hook, link_id: l.link_id, copies: held.saturating_sub(pending) as u32 }
     }
 
     fn reread(&self, cgroup_id: u64, prog: &Option<u32>, check: Check) -> Effect {

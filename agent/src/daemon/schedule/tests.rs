@@ -214,6 +214,51 @@ fn a_new_cgroup_is_read_again_a_second_later_and_the_ninth_in_a_second_brings_th
     assert_eq!(s.take_new_cgroup(t(3100)), Some(10));
 }
 
+/// A cgroup read again for a release not yet borne out: 100 ms later, then
+/// doubling up to 800 ms; queued once, at the sooner time; in time order.
+#[test]
+fn a_cgroup_read_again_backs_off_and_is_queued_once() {
+    let mut s = after_startup(false, false);
+    s.read_again(t(0), 1, 0);
+    s.read_again(t(0), 2, 2);
+    s.read_again(t(0), 3, 30);
+    assert!(!s.read_due(t(99)));
+    assert_eq!(s.take_read_again(t(99)), None);
+    assert_eq!(s.take_read_again(t(100)), Some(1));
+    assert_eq!(s.take_read_again(t(399)), None);
+    assert_eq!(s.take_read_again(t(400)), Some(2));
+    assert_eq!(s.take_read_again(t(800)), Some(3), "never more than 800 ms");
+    // Queued once, at the sooner of the times asked.
+    s.read_again(t(1000), 4, 3);
+    s.read_again(t(1000), 4, 0);
+    s.read_again(t(1000), 4, 3);
+    assert_eq!(s.next(t(1000)), Next::Wait(ms(100)));
+    assert_eq!(s.take_read_again(t(2000)), Some(4));
+    assert_eq!(s.take_read_again(t(2000)), None);
+}
+
+/// While the node has pods, their interfaces are read every 5 s; without
+/// pods, never.
+#[test]
+fn the_pods_interfaces_are_read_every_five_seconds_while_there_are_pods() {
+    let mut s = after_startup(false, false);
+    assert!(!s.interfaces_due(t(60_000)), "no pods seen yet");
+    s.pods_seen(t(1000), true);
+    assert_eq!(s.next(t(1000)), Next::Wait(ms(5000)));
+    assert!(!s.interfaces_due(t(5999)));
+    assert!(s.interfaces_due(t(6000)));
+    assert!(!s.interfaces_due(t(6001)));
+    assert!(s.interfaces_due(t(11_000)));
+    // A read that runs is looked at every 100 ms until it is done.
+    s.interfaces_pending(t(11_000));
+    assert!(!s.interfaces_due(t(11_099)) && s.interfaces_due(t(11_100)));
+    // Another pass with pods keeps the cadence; one without stops it.
+    s.pods_seen(t(12_000), true);
+    assert!(s.interfaces_due(t(16_100)));
+    s.pods_seen(t(17_000), false);
+    assert!(!s.interfaces_due(t(60_000)));
+}
+
 #[test]
 fn the_sweep_brought_forward_is_never_sooner_than_two_seconds_after_the_last() {
     let mut s = after_startup(false, true);

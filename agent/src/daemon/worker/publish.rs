@@ -13,8 +13,8 @@ use crate::cgroup::root;
 use crate::daemon::history::{self, Recorded};
 use crate::daemon::metrics::{Trigger, Work};
 use crate::daemon::picture::Picture;
-use crate::findings::{self, Finding, Policy, Severity};
-use crate::report::{Report, Status, Verdict};
+use crate::findings::{self, Finding, Policy};
+use crate::report::{Report, Verdict};
 use crate::scan;
 use crate::scan::names::Namer;
 
@@ -81,16 +81,8 @@ impl Worker {
         self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
         let incomplete = findings::incomplete(picture.snapshot());
-        let status = if !self.findings.is_empty() {
-            Status::Problem
-        } else if incomplete.is_none() {
-            Status::Ok
-        } else {
-            Status::Incomplete
-        };
+        let report_verdict = Verdict::of(&self.findings, incomplete.is_some());
         self.shared.set_incomplete(incomplete);
-        let critical = self.findings.iter().filter(|f| f.severity == Severity::Critical).count();
-        let report_verdict = Verdict { status, findings: self.findings.len(), critical };
         if self.verdict != Some(report_verdict) {
             tracing::info!(
                 findings = report_verdict.findings,
@@ -129,6 +121,8 @@ impl Worker {
         // must still be that directory.
         self.root =
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
+        // The pods' interfaces are read between passes while there are pods.
+        self.schedule.pods_seen(Instant::now(), !snap.pods.is_empty());
         let untracked = snap.tree.is_none();
         if untracked != self.untracked {
             if untracked {
@@ -143,7 +137,12 @@ impl Worker {
             self.untracked = untracked;
             self.shared.metrics.set_degraded("cgroup_count", untracked);
         }
+        // What the pods had on their interfaces, kept across passes.
+        let had = self.picture.as_ref().map(|p| p.last().pod_networks.clone());
         let mut picture = Picture::new(snap);
+        if let Some(old) = had {
+            picture.keep_pod_history(&old);
+        }
         picture.limit_tree(self.config.max_cgroups);
         self.history.prune(picture.snapshot());
         picture.set_events(self.history.attachers());

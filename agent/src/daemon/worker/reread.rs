@@ -14,7 +14,7 @@ use crate::bpf::AttachType;
 use crate::bpf::programs;
 use crate::bpf::query::{Attached, Support};
 use crate::daemon::metrics::{Trigger, Work};
-use crate::daemon::picture::Check;
+use crate::daemon::picture::{Check, ReleaseNext};
 use crate::findings;
 use crate::scan;
 use crate::scan::visit::{self, WalkContext};
@@ -99,11 +99,19 @@ impl Worker {
         let ctx = WalkContext { root_id: snap.root.cgroup_id, proc: &self.config.scan.proc };
         // By id (or name by name from the root): neither the path's length
         // nor its bytes stand in the way.
-        let Some(names) = picture.names(cgroup_id) else { return false };
-        let read = visit::open_by_id(root.as_fd(), cgroup_id, &names)
-            .and_then(|fd| visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx, &mut self.revisions));
+        let Some(names) = picture.names(cgroup_id) else {
+            picture.releases_dropped(cgroup_id);
+            return false;
+        };
+        // With its processes, whether it holds any (in it or below), as the
+        // full pass reads it: a process moved into a cgroup makes no event.
+        let read = visit::open_by_id(root.as_fd(), cgroup_id, &names).and_then(|fd| {
+            let populated = processes.then(|| visit::populated(fd.as_fd()));
+            visit::read_cgroup(fd.as_fd(), cgroup_id, &hooks, processes, &ctx, &mut self.revisions)
+                .map(|(attached, procs)| (attached, procs, populated))
+        });
         match read {
-            Ok((attached, procs)) => {
+            Ok((attached, procs, populated)) => {
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
                 // ... or known only by the kernel's 15 bytes (loaded before
@@ -117,6 +125,7 @@ impl Worker {
                     self.learn_programs(&unknown);
                 }
                 let Some(picture) = self.picture.as_mut() else { return false };
+                let populated_changed = populated.is_some_and(|p| picture.set_populated(cgroup_id, p));
                 let (removed, added, findings) = picture.set_hook(
                     cgroup_id,
                     &hooks,
@@ -146,35 +155,112 @@ impl Worker {
                 }
                 self.shared.metrics.incremental_update();
                 match (check, unconfirmed) {
-                    (Check::Released { .. }, false) => {
-                        self.releasing.remove(&cgroup_id);
-                    }
-                    // The link's id is gone, yet the kernel has not taken it
-                    // off the hook: read that hook again shortly.
-                    (Check::Released { .. }, true)
-                        if self.releasing.get(&cgroup_id).is_none_or(|(_, n)| *n < super::RELEASE_TRIES) =>
-                    {
-                        let tries = self.releasing.get(&cgroup_id).map_or(0, |(_, n)| *n);
-                        self.releasing.insert(cgroup_id, (check, tries + 1));
-                        self.schedule.read_again(Instant::now(), cgroup_id);
-                    }
+                    (Check::Released { .. }, borne) => match picture.release_read(check, !borne) {
+                        ReleaseNext::Done => {}
+                        // The link's id is gone, yet the kernel has not taken
+                        // it off the hook: read that hook again shortly.
+                        ReleaseNext::Again(tries) => self.schedule.read_again(Instant::now(), cgroup_id, tries),
+                        ReleaseNext::GiveUp => {
+                            tracing::debug!(cgroup_id, ?check, "a release was never borne out; a full pass will");
+                            self.ask_full_pass(Trigger::Unplaced);
+                        }
+                    },
                     (_, true) => {
-                        self.releasing.remove(&cgroup_id);
                         tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
                         self.ask_full_pass(Trigger::Unplaced);
                     }
                     (_, false) => {}
                 }
-                findings
+                findings || populated_changed
             }
             // Removed meanwhile: its rmdir event follows.
-            Err(err) if err.gone => false,
+            Err(err) if err.gone => {
+                if let Some(p) = self.picture.as_mut() {
+                    p.releases_dropped(cgroup_id);
+                }
+                false
+            }
             Err(err) => {
                 tracing::debug!(cgroup_id, error = %err.error, "cannot read a cgroup again; a full pass will");
                 self.ask_full_pass(Trigger::Unplaced);
                 false
             }
         }
+    }
+
+    /// Reads whether cgroup `id` holds processes (in it or below) into the
+    /// picture; true when the findings may have changed.
+    fn read_populated(&mut self, id: u64) -> bool {
+        let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
+        let Some(names) = picture.names(id) else { return false };
+        match visit::open_by_id(root.as_fd(), id, &names) {
+            Ok(fd) => picture.set_populated(id, visit::populated(fd.as_fd())),
+            // Removed meanwhile: its rmdir event follows.
+            Err(_) => false,
+        }
+    }
+
+    /// Reads the pods' interfaces and the programs on them (tc filters,
+    /// tcx and netkit links make no event this daemon hooks); true when the
+    /// findings may have changed: what was read changed, or a pod is still
+    /// within `--endpoint-grace` (its verdict comes with time).
+    ///
+    /// The read itself runs on a thread of its own: its answers come under
+    /// RTNL, which a pod tearing down a namespace of many devices can hold
+    /// for seconds, and the worker must not wait on that. While it runs it
+    /// is looked at every `INTERFACES_POLL`; a read still running when the
+    /// next is due is not started twice.
+    pub(super) fn read_interfaces(&mut self) -> bool {
+        let now = Instant::now();
+        match self.interfaces_job.take() {
+            Some(job) if job.is_finished() => match job.join() {
+                Ok(nets) => self.apply_interfaces(nets),
+                Err(_) => {
+                    tracing::warn!("the interface reader panicked");
+                    false
+                }
+            },
+            Some(job) => {
+                self.interfaces_job = Some(job);
+                self.schedule.interfaces_pending(now);
+                false
+            }
+            None => {
+                let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
+                let Ok(root) = root.try_clone() else { return false };
+                let snap = picture.snapshot();
+                let (pods, agents, proc) = (snap.pods.clone(), snap.agents.clone(), self.config.scan.proc.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("interfaces".into())
+                    .spawn(move || crate::iface::read(&pods, &agents, root.as_fd(), &proc));
+                match spawned {
+                    Ok(job) => {
+                        self.interfaces_job = Some(job);
+                        self.schedule.interfaces_pending(now);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot start the interface reader"),
+                }
+                false
+            }
+        }
+    }
+
+    /// Puts a finished interface read in the picture; true when the
+    /// findings may have changed.
+    fn apply_interfaces(&mut self, nets: crate::iface::PodNetworks) -> bool {
+        let started = Instant::now();
+        let Some(picture) = self.picture.as_ref() else { return false };
+        let snap = picture.last();
+        let unknown: Vec<u32> = nets.program_ids().filter(|id| !snap.programs.contains_key(id)).collect();
+        if !unknown.is_empty() {
+            self.learn_programs(&unknown);
+        }
+        let grace = self.config.policy.endpoint_grace.as_secs() + crate::daemon::schedule::INTERFACES.as_secs();
+        let waiting = nets.pods.iter().any(|p| p.started.is_some_and(|s| nets.read_at.saturating_sub(s) <= grace));
+        let Some(picture) = self.picture.as_mut() else { return false };
+        let changed = picture.set_pod_networks(nets);
+        self.shared.metrics.busy(Work::Reread, started.elapsed());
+        changed || waiting
     }
 
     /// Lists the cgroup links and reads again the cgroups whose links
@@ -207,17 +293,20 @@ impl Worker {
         let mut judge = false;
         let started = Instant::now();
         let mut read = false;
-        while let Some(id) = self.schedule.take_read_again(now) {
-            let pending = self.releasing.get(&id).copied();
-            judge |= match pending {
-                // A release not yet borne out: its hook, with its check.
-                Some((check @ Check::Released { hook, .. }, _)) => self.read_hooks(id, check, Some(&[hook]), false),
-                _ => self.reread(id, Check::None),
-            };
-            // Not read (the cgroup went, or left the picture): nothing to
-            // bear out any more.
-            if pending.is_some() && self.releasing.get(&id).copied() == pending {
-                self.releasing.remove(&id);
+        // The releases not yet borne out first, within READ_BUDGET too: a
+        // tenant releasing links without pause must not keep a due full
+        // pass from its turn either.
+        while started.elapsed() < READ_BUDGET {
+            let Some(id) = self.schedule.take_read_again(now) else { break };
+            let releases = self.picture.as_ref().map(|p| p.releases_on(id)).unwrap_or_default();
+            if releases.is_empty() {
+                judge |= self.reread(id, Check::None);
+            }
+            // Each its own hook, with its own check.
+            for check in releases {
+                if let Check::Released { hook, .. } = check {
+                    judge |= self.read_hooks(id, check, Some(&[hook]), false);
+                }
             }
             read = true;
         }
@@ -230,6 +319,13 @@ impl Worker {
             // query (each waits on cgroup_mutex), not one per hook; the
             // sweep reads the rest.
             judge |= self.read_hooks(id, Check::None, Some(&NEW_CGROUP_HOOKS[..]), true);
+            read = true;
+        }
+        // With cgroup events: whether new cgroups hold processes now, as
+        // the full pass reads it (cgroup.events; no cgroup_mutex).
+        while started.elapsed() < READ_BUDGET {
+            let Some(id) = self.schedule.take_populated(now) else { break };
+            judge |= self.read_populated(id);
             read = true;
         }
         if read {

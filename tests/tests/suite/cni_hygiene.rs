@@ -1,4 +1,5 @@
-//! The rest of the failure family, each built for real under a test root:
+//! The CNIs' program hygiene, the rest of the failure family, each built
+//! for real under a test root:
 //! duplicated CNI programs, a hook filling up to the kernel's limit, socket
 //! LB configured but not attached, leftovers with no agent, a foreign
 //! program on the CNI's hook at the root; and the daemon's event history.

@@ -1,0 +1,308 @@
+//! `pod_outside_datapath`: a pod whose host-side interface carries none of
+//! the CNI's per-endpoint programs, on a node whose other pods' interfaces
+//! carry them. Its traffic gets no policy, no load balancing and no
+//! encryption from the CNI. The seeds' case: DaemonSet pods that tolerate
+//! every `NoExecute` taint were scheduled before Cilium's agent was ready
+//! on a new node, got their network from the previous CNI, and were never
+//! managed by Cilium.
+//!
+//! The node runs an owner's eBPF datapath when at least one pod interface
+//! carries the owner's entry program on the hook that sees what the pod
+//! sends (tc or tcx ingress on the host side, or netkit's peer). A program
+//! there was put there by a process with the node's network privileges (a
+//! pod cannot reach the host's side of its pair): its name is the owner's
+//! mark. hostNetwork pods have no interface of their own and are never
+//! judged; an interface whose hooks could not be read is not judged either.
+//!
+//! When: a pod that started before the owner's agent is judged at once (the
+//! seeds' case); one younger than `endpoint_grace` that started after it
+//! waits, since the CNI adds an endpoint a moment after the sandbox exists.
+
+use super::*;
+use crate::iface::{Net, PodNet, ProgramOn};
+use crate::owner::registry::Name;
+
+pub(super) const EXPLANATION: &str = "these pods' interfaces carry none of the CNI's per-endpoint programs while other pods' do: their traffic gets no policy, no load balancing and no encryption from the CNI.";
+
+/// Each owner's per-endpoint entry program: what its datapath attaches to
+/// every pod it manages, on what the pod sends.
+pub const ENTRY_PROGRAMS: [(Owner, Name); 2] =
+    [(Owner::Cilium, Name::Exact("cil_from_container")), (Owner::Calico, Name::Exact("cali_tc_preamble"))];
+
+/// The owner whose per-endpoint program `p` is, if any.
+pub fn endpoint_owner(p: &ProgramOn) -> Option<Owner> {
+    ENTRY_PROGRAMS.iter().find(|(_, n)| n.matches(&p.prog_name)).map(|(o, _)| *o)
+}
+
+/// The interfaces (pod UID, owner, interface index) that carry an owner's
+/// entry program now.
+pub fn managed(nets: &crate::iface::PodNetworks) -> impl Iterator<Item = (String, Owner, u32)> + '_ {
+    nets.pods.iter().flat_map(|p| {
+        let interfaces = match &p.net {
+            Net::Interfaces { interfaces } => interfaces.as_slice(),
+            _ => &[],
+        };
+        interfaces.iter().flat_map(move |i| {
+            ENTRY_PROGRAMS
+                .iter()
+                .filter(|(o, _)| i.programs.iter().any(|p| p.hook.is_pod_egress() && endpoint_owner(p) == Some(*o)))
+                .map(move |(o, _)| (p.pod_uid.clone(), *o, i.ifindex))
+        })
+    })
+}
+
+/// Whether pod `p` carries `owner`'s entry program on what it sends.
+fn managed_by(p: &PodNet, owner: Owner) -> bool {
+    match &p.net {
+        Net::Interfaces { interfaces } => interfaces
+            .iter()
+            .any(|i| i.programs.iter().any(|p| p.hook.is_pod_egress() && endpoint_owner(p) == Some(owner))),
+        _ => false,
+    }
+}
+
+/// The owners whose eBPF datapath the node runs: those whose entry program
+/// is on some pod's interface.
+pub fn datapaths(snap: &Snapshot) -> Vec<Owner> {
+    ENTRY_PROGRAMS
+        .iter()
+        .map(|(o, _)| *o)
+        .filter(|o| snap.pod_networks.pods.iter().any(|p| managed_by(p, *o)))
+        .collect()
+}
+
+pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    let nets = &snap.pod_networks;
+    for owner in datapaths(snap) {
+        let managed = nets.pods.iter().filter(|p| managed_by(p, owner)).count();
+        // The owner's agent running now, and when the oldest started.
+        let agent_started = nets.agents.iter().filter(|a| a.owner == owner).filter_map(|a| a.started).min();
+        let agent_runs = snap.agents.iter().any(|a| a.owner == owner && a.privileged);
+        for p in &nets.pods {
+            let Net::Interfaces { interfaces } = &p.net else { continue };
+            if managed_by(p, owner) || interfaces.iter().any(|i| !i.errors.is_empty()) {
+                continue;
+            }
+            let before_agent = matches!((p.started, agent_started), (Some(pod), Some(agent)) if pod < agent);
+            // The same interface carried it at an earlier read (a sandbox
+            // made again has a new one, and its grace).
+            let lost = interfaces.iter().any(|i| nets.had_programs.contains(&(p.pod_uid.clone(), owner, i.ifindex)));
+            let young = p.started.is_none_or(|s| nets.read_at.saturating_sub(s) < cx.policy.endpoint_grace.as_secs());
+            if young && !before_agent && !lost {
+                continue; // its endpoint may be a moment away
+            }
+            out.push(finding(
+                cx,
+                p,
+                owner,
+                managed,
+                agent_runs,
+                if lost {
+                    When::Lost
+                } else if before_agent {
+                    When::BeforeAgent
+                } else {
+                    When::Late
+                },
+            ));
+        }
+    }
+}
+
+/// Why a pod is judged now.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// It started before the owner's agent.
+    BeforeAgent,
+    /// Its interface carried the owner's program at an earlier read.
+    Lost,
+    /// Older than --endpoint-grace, and never had it.
+    Late,
+}
+
+fn finding(cx: &Ctx<'_>, p: &PodNet, owner: Owner, managed: usize, agent_runs: bool, when: When) -> Finding {
+    let snap = cx.snap;
+    let Net::Interfaces { interfaces } = &p.net else { unreachable!("judged pods have interfaces") };
+    let shown: Vec<String> = interfaces.iter().map(|i| format!("{} ({})", i.name, i.driver)).collect();
+    let entry = ENTRY_PROGRAMS.iter().find(|(o, _)| *o == owner).map(|(_, n)| n.shown()).unwrap_or_default();
+    let when = match when {
+        When::BeforeAgent => format!(" It started before {}'s agent.", owner.title()),
+        When::Lost => " Its interface carried them before: they were detached.".to_owned(),
+        When::Late => String::new(),
+    };
+    let message = format!(
+        "its interface {} carries none of {}'s per-endpoint programs ({entry} on what the pod sends), while {managed} other {} do: its traffic bypasses {}'s policy, load balancing and encryption.{when}",
+        shown.join(", "),
+        owner.title(),
+        if managed == 1 { "pod's" } else { "pods'" },
+        owner.title(),
+    );
+    let remediation = match owner {
+        Owner::Cilium => {
+            "delete the pod (not a container restart) so that it is made again under Cilium: `kubectl delete pod -n <namespace> <pod>`. So that it does not happen again, turn on `operator.unmanagedPodWatcher.restart` with a `--pod-restart-selector` that excludes the previous CNI's own pods (e.g. `app.kubernetes.io/name!=aws-node`), and check the pod's tolerations: one that tolerates every `NoExecute` taint lets it start before the CNI is ready."
+        }
+        _ => {
+            "delete the pod (not a container restart) so that it is made again under the CNI: `kubectl delete pod -n <namespace> <pod>`. Check its tolerations: one that tolerates every `NoExecute` taint lets it start before the CNI is ready."
+        }
+    };
+    let severity = if agent_runs { Severity::Critical } else { Severity::Warning };
+    let mut f =
+        Finding::new(Kind::PodOutsideDatapath, severity, message, remediation.to_owned()).at_cgroup(&p.cgroup, snap);
+    f.owner = Some(owner);
+    f.pod_uid = Some(p.pod_uid.clone());
+    f.count = Some(1);
+    f.interfaces = interfaces
+        .iter()
+        .map(|i| InterfaceRef { name: i.name.clone(), ifindex: i.ifindex, driver: i.driver.clone() })
+        .collect();
+    // Its containers, named like those of pods_without_socket_lb.
+    if let Some(pod) = snap.pods.iter().find(|q| q.pod_uid == p.pod_uid) {
+        let named = snap.names.pod(&pod.pod_uid, None);
+        f.pods.push(pods_without::UncoveredPod {
+            uid: pod.pod_uid.clone(),
+            namespace: named.map(|n| n.namespace.clone()),
+            name: named.map(|n| n.name.clone()),
+            cgroup: pod.cgroup.clone(),
+            hooks: vec![],
+            containers: pod
+                .containers
+                .iter()
+                .map(|c| {
+                    let id = attribute(&c.cgroup).container_id;
+                    let name = id.as_deref().and_then(|id| snap.names.container(id)).map(str::to_owned);
+                    pods_without::UncoveredContainer { id, name, cgroup: c.cgroup.clone(), hooks: vec![] }
+                })
+                .collect(),
+        });
+    }
+    f
+}
+
+/// An interface a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterfaceRef {
+    pub name: String,
+    pub ifindex: u32,
+    pub driver: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::*;
+    use crate::iface::{AgentStart, IfHook, Interface, PodNetworks, Via};
+
+    const NOW: u64 = 1_000_000;
+
+    fn prog(name: &str, hook: IfHook) -> ProgramOn {
+        ProgramOn { hook, prog_id: 9, prog_name: name.into(), via: Via::Link { link_id: 3 } }
+    }
+
+    fn pod(uid: &str, started: u64, programs: Vec<ProgramOn>) -> PodNet {
+        PodNet {
+            pod_uid: uid.into(),
+            namespace: None,
+            name: None,
+            cgroup: format!("/kubepods/besteffort/pod{uid}"),
+            started: Some(started),
+            net: Net::Interfaces {
+                interfaces: vec![Interface {
+                    ifindex: 7,
+                    name: format!("lxc{uid}"),
+                    driver: "veth".into(),
+                    programs,
+                    errors: vec![],
+                }],
+            },
+        }
+    }
+
+    fn node_with(pods: Vec<PodNet>, agent_started: Option<u64>) -> Snapshot {
+        let mut s = node();
+        if let Some(t) = agent_started {
+            agent(&mut s, Owner::Cilium);
+            s.pod_networks.agents.push(AgentStart { owner: Owner::Cilium, pid: 7, started: Some(t) });
+        }
+        s.pod_networks = PodNetworks { read_at: NOW, pods, ..std::mem::take(&mut s.pod_networks) };
+        s
+    }
+
+    fn judged(s: &Snapshot) -> Vec<(String, Severity)> {
+        evaluate(s, &Policy::default())
+            .into_iter()
+            .filter(|f| f.kind == Kind::PodOutsideDatapath)
+            .map(|f| (f.pod_uid.unwrap_or_default(), f.severity))
+            .collect()
+    }
+
+    fn managed(uid: &str) -> PodNet {
+        pod(uid, NOW - 3600, vec![prog("cil_from_container", IfHook::TcxIngress)])
+    }
+
+    #[test]
+    fn a_pod_that_started_before_the_agent_is_outside_at_once() {
+        let s = node_with(vec![managed("a"), pod("b", NOW - 20, vec![])], Some(NOW - 10));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+        assert_eq!(datapaths(&s), [Owner::Cilium]);
+    }
+
+    #[test]
+    fn a_young_pod_after_the_agent_waits_for_its_endpoint_then_is_judged() {
+        let s = node_with(vec![managed("a"), pod("b", NOW - 5, vec![])], Some(NOW - 100));
+        assert!(judged(&s).is_empty(), "within --endpoint-grace");
+        let s = node_with(vec![managed("a"), pod("b", NOW - 31, vec![])], Some(NOW - 100));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+    }
+
+    /// The programs count only on what the pod sends, and only the
+    /// owner's: the 15-byte kernel name is enough.
+    #[test]
+    fn only_the_owners_entry_program_on_what_the_pod_sends_counts() {
+        let egress_only = pod("b", NOW - 3600, vec![prog("cil_from_container", IfHook::TcxEgress)]);
+        let truncated = pod("c", NOW - 3600, vec![prog("cil_from_contai", IfHook::TcIngress)]);
+        let other = pod("d", NOW - 3600, vec![prog("my_tracer", IfHook::TcxIngress)]);
+        let s = node_with(vec![managed("a"), egress_only, truncated, other], Some(NOW - 7200));
+        let uids: Vec<String> = judged(&s).into_iter().map(|(u, _)| u).collect();
+        assert_eq!(uids, ["b", "d"]);
+    }
+
+    /// The daemon's memory: a young pod whose interface carried the
+    /// program at an earlier read and lost it is judged at once.
+    #[test]
+    fn a_pod_that_lost_its_program_is_outside_at_once_however_young() {
+        let mut s = node_with(vec![managed("a"), pod("b", NOW - 5, vec![])], Some(NOW - 100));
+        assert!(judged(&s).is_empty());
+        s.pod_networks.had_programs.insert(("b".into(), Owner::Cilium, 7));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+        let f = evaluate(&s, &Policy::default()).into_iter().find(|f| f.kind == Kind::PodOutsideDatapath).unwrap();
+        assert!(f.message.contains("they were detached"), "{}", f.message);
+    }
+
+    #[test]
+    fn without_an_ebpf_datapath_no_pod_is_outside_it() {
+        let s = node_with(vec![pod("a", 1, vec![]), pod("b", 1, vec![prog("my_tracer", IfHook::TcIngress)])], None);
+        assert!(judged(&s).is_empty());
+        assert!(datapaths(&s).is_empty());
+    }
+
+    #[test]
+    fn host_network_pods_and_unreadable_interfaces_are_never_judged() {
+        let mut host = pod("h", 1, vec![]);
+        host.net = Net::HostNetwork;
+        let mut unreadable = pod("u", 1, vec![]);
+        if let Net::Interfaces { interfaces } = &mut unreadable.net {
+            interfaces[0].errors.push("tc_ingress: EPERM".into());
+        }
+        let s = node_with(vec![managed("a"), host, unreadable], Some(NOW - 10));
+        assert!(judged(&s).is_empty());
+    }
+
+    /// Its agent not running: the datapath's programs stay on the managed
+    /// pods, the unmanaged one is a warning, not an outage.
+    #[test]
+    fn without_the_agent_running_it_is_a_warning() {
+        let s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![])], None);
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Warning)]);
+    }
+}

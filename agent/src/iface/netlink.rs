@@ -1,0 +1,313 @@
+//! The one place cgaudit speaks rtnetlink: the host's links, the tc filters
+//! of one of them, and the id a network namespace has in the host's. Only
+//! reads (`RTM_GET*`): nothing is created or changed. `RTM_GETNSID` looks an
+//! id up and never assigns one; the link dump describes a pair's other end
+//! by its namespace's id, which the kernel assigns if it had none
+//! (`rtnl_fill_link_netnsid`): a CNI's own set-up (creating, moving,
+//! dumping the pair) has already assigned it for every pod, and the suite
+//! checks that an audit assigns none (`ip netns list-id` before and after).
+//!
+//! A netlink socket belongs to the network namespace of the thread that
+//! made it, for life. `iface::read` makes this one on a thread of its own
+//! that joined PID 1's network namespace (the agent's pod has a network of
+//! its own); the main thread never joins any.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::time::Duration;
+
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::link::{InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp};
+use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
+use netlink_packet_route::tc::{TcHandle, TcMessage};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+
+use super::cls_bpf::{self, Filter};
+
+/// The longest one answer may take (the kernel answers under RTNL, which a
+/// busy node's CNI holds while it makes pods).
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+/// The most messages one dump is read for: a node has a few thousand
+/// interfaces at most; past this the dump is not believed.
+const DUMP_MAX: usize = 100_000;
+
+/// What went wrong, naming the request.
+#[derive(Debug, thiserror::Error)]
+#[error("netlink {request}: {error}")]
+pub struct NetlinkError {
+    pub request: &'static str,
+    pub error: String,
+}
+
+fn err(request: &'static str, error: impl std::fmt::Display) -> NetlinkError {
+    NetlinkError { request, error: error.to_string() }
+}
+
+/// A host interface, as the link dump describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub ifindex: u32,
+    pub name: String,
+    /// The driver (`IFLA_INFO_KIND`): `veth`, `netkit`, `bridge`, ...;
+    /// empty for a device without one (a physical NIC, loopback).
+    pub driver: String,
+    /// For a pair whose other end is in another network namespace: that
+    /// namespace's id here (`IFLA_LINK_NETNSID`), and the other end's
+    /// index there (`IFLA_LINK`).
+    pub peer_nsid: Option<i32>,
+    pub peer_ifindex: Option<u32>,
+    /// netkit: whether this is the pair's primary (its programs are read
+    /// through the primary only).
+    pub netkit_primary: Option<bool>,
+    /// The XDP program attached, if any (`IFLA_XDP_PROG_ID`).
+    pub xdp_prog_id: Option<u32>,
+}
+
+/// Where on an interface a tc filter sits: clsact's two hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Ingress,
+    Egress,
+}
+
+impl Direction {
+    fn parent(self) -> TcHandle {
+        // TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS | TC_H_MIN_EGRESS)
+        TcHandle { major: 0xffff, minor: if self == Direction::Ingress { 0xfff2 } else { 0xfff3 } }
+    }
+}
+
+/// An rtnetlink socket in the network namespace of the thread that made it.
+pub struct HostNet {
+    socket: Socket,
+    seq: u32,
+}
+
+impl HostNet {
+    /// A socket in the calling thread's network namespace.
+    pub fn here() -> Result<HostNet, NetlinkError> {
+        let mut socket = Socket::new(NETLINK_ROUTE).map_err(|e| err("socket", e))?;
+        socket.bind_auto().map_err(|e| err("bind", e))?;
+        socket.connect(&SocketAddr::new(0, 0)).map_err(|e| err("connect", e))?;
+        // Answers only to what was asked, and errors with the kernel's words.
+        let _ = socket.set_netlink_get_strict_chk(true);
+        let _ = socket.set_ext_ack(true);
+        let timeout = nix::sys::time::TimeVal::new(ANSWER_WITHIN.as_secs() as i64, 0);
+        nix::sys::socket::setsockopt(&socket.as_fd(), nix::sys::socket::sockopt::ReceiveTimeout, &timeout)
+            .map_err(|e| err("SO_RCVTIMEO", e))?;
+        Ok(HostNet { socket, seq: 0 })
+    }
+
+    /// Every interface of this network namespace, and how many could not
+    /// be decoded.
+    pub fn links(&mut self) -> Result<(Vec<Link>, u64), NetlinkError> {
+        let answers = self.dump("RTM_GETLINK", RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
+        let links = answers
+            .messages
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(link(&l)),
+                _ => None,
+            })
+            .collect();
+        Ok((links, answers.undecodable))
+    }
+
+    /// The tc filters on one hook of interface `ifindex` (none without a
+    /// clsact qdisc: the dump is empty, nothing is made).
+    pub fn filters(&mut self, ifindex: u32, dir: Direction) -> Result<Vec<Filter>, NetlinkError> {
+        let mut m = TcMessage::default();
+        m.header.index = ifindex as i32;
+        m.header.parent = dir.parent();
+        let answers = self.dump("RTM_GETTFILTER", RouteNetlinkMessage::GetTrafficFilter(m))?;
+        if answers.undecodable > 0 {
+            return Err(err("RTM_GETTFILTER", format!("{} filters could not be decoded", answers.undecodable)));
+        }
+        Ok(answers
+            .messages
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewTrafficFilter(f) => Some(cls_bpf::filter(&f)),
+                _ => None,
+            })
+            .filter(|f| *f != Filter::ChainHead)
+            .collect())
+    }
+
+    /// The id the network namespace `netns` (an open `/proc/<pid>/ns/net`)
+    /// has in this one; `None` when it has none (no interface here leads
+    /// there). A lookup: it assigns nothing.
+    pub fn nsid(&mut self, netns: BorrowedFd<'_>) -> Result<Option<i32>, NetlinkError> {
+        let mut m = NsidMessage::default();
+        m.attributes.push(NsidAttribute::Fd(netns.as_raw_fd() as u32));
+        let answers = self.ask("RTM_GETNSID", RouteNetlinkMessage::GetNsId(m), NLM_F_REQUEST)?;
+        let id = answers.messages.iter().find_map(|a| match a {
+            RouteNetlinkMessage::NewNsId(n) => n.attributes.iter().find_map(|a| match a {
+                NsidAttribute::Id(id) => Some(*id),
+                _ => None,
+            }),
+            _ => None,
+        });
+        // NETNSA_NSID_NOT_ASSIGNED
+        Ok(id.filter(|&id| id >= 0))
+    }
+
+    fn dump(&mut self, request: &'static str, msg: RouteNetlinkMessage) -> Result<Answers, NetlinkError> {
+        // A dump the kernel says changed under it is read once more.
+        let answer = match self.ask(request, msg.clone(), NLM_F_REQUEST | NLM_F_DUMP) {
+            Err(e) if e.error == INTERRUPTED => self.ask(request, msg, NLM_F_REQUEST | NLM_F_DUMP),
+            other => other,
+        };
+        if answer.is_err() {
+            // A dump given up on runs on in the kernel and makes this
+            // socket busy for the next: a new one.
+            if let Ok(fresh) = HostNet::here() {
+                self.socket = fresh.socket;
+            }
+        }
+        answer
+    }
+
+    /// Sends one request and reads its answers up to the dump's end or the
+    /// kernel's error or ack. A message that cannot be decoded (a name that
+    /// is not UTF-8: a device in this namespace can be made by a pod with
+    /// CAP_NET_ADMIN, through the netns id its own namespace has for this
+    /// one) is skipped and counted, never the whole answer lost.
+    fn ask(&mut self, request: &'static str, msg: RouteNetlinkMessage, flags: u16) -> Result<Answers, NetlinkError> {
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        let mut packet = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(msg));
+        packet.header.flags = flags | if flags & NLM_F_DUMP == 0 { NLM_F_ACK } else { 0 };
+        packet.header.sequence_number = seq;
+        packet.finalize();
+        let mut buf = vec![0; packet.buffer_len()];
+        packet.serialize(&mut buf);
+        self.socket.send(&buf, 0).map_err(|e| err(request, e))?;
+        let mut out = Answers::default();
+        let mut interrupted = false;
+        loop {
+            let bytes = self.receive().map_err(|e| err(request, e))?;
+            let mut at = 0;
+            while at + NLMSG_HDRLEN <= bytes.len() {
+                let word = |i: usize| u32::from_ne_bytes(bytes[at + i..at + i + 4].try_into().expect("4 bytes"));
+                let (len, msg_seq) = (word(0) as usize, word(8));
+                let msg_flags = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]);
+                if len < NLMSG_HDRLEN || at + len > bytes.len() {
+                    return Err(err(request, format!("a message of length {len} in {} bytes", bytes.len() - at)));
+                }
+                let this = &bytes[at..at + len];
+                // NLMSG_ALIGN
+                at += (len + 3) & !3;
+                if msg_seq != seq {
+                    continue; // an answer to an earlier request, given up on
+                }
+                interrupted |= msg_flags & NLM_F_DUMP_INTR != 0;
+                let m: NetlinkMessage<RouteNetlinkMessage> = match NetlinkMessage::deserialize(this) {
+                    Ok(m) => m,
+                    Err(_) => {
+                        out.undecodable += 1;
+                        continue;
+                    }
+                };
+                match m.payload {
+                    NetlinkPayload::Done(d) if d.code < 0 => {
+                        return Err(err(request, std::io::Error::from_raw_os_error(-d.code)));
+                    }
+                    NetlinkPayload::Done(_) => {
+                        return if interrupted { Err(err(request, INTERRUPTED)) } else { Ok(out) };
+                    }
+                    NetlinkPayload::Error(e) => {
+                        return match e.code {
+                            None => Ok(out),
+                            Some(code) => Err(err(request, std::io::Error::from_raw_os_error(-code.get()))),
+                        };
+                    }
+                    NetlinkPayload::InnerMessage(inner) => {
+                        out.messages.push(inner);
+                        if out.messages.len() > DUMP_MAX {
+                            return Err(err(request, format!("more than {DUMP_MAX} answers")));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// One datagram, whole: its size peeked first.
+    fn receive(&self) -> std::io::Result<Vec<u8>> {
+        let size = self.socket.recv(&mut Vec::new(), libc::MSG_PEEK | libc::MSG_TRUNC)?;
+        let mut buf = Vec::with_capacity(size);
+        let got = self.socket.recv(&mut buf, 0)?;
+        buf.truncate(got.min(size));
+        Ok(buf)
+    }
+}
+
+/// What one request was answered, and how many of its messages could not
+/// be decoded.
+#[derive(Default)]
+struct Answers {
+    messages: Vec<RouteNetlinkMessage>,
+    undecodable: u64,
+}
+
+const NLMSG_HDRLEN: usize = 16;
+
+const INTERRUPTED: &str = "the dump was interrupted by a change (NLM_F_DUMP_INTR), twice";
+
+fn link(l: &LinkMessage) -> Link {
+    let mut out = Link {
+        ifindex: l.header.index,
+        name: String::new(),
+        driver: String::new(),
+        peer_nsid: None,
+        peer_ifindex: None,
+        netkit_primary: None,
+        xdp_prog_id: None,
+    };
+    for a in &l.attributes {
+        match a {
+            LinkAttribute::IfName(n) => out.name = n.clone(),
+            LinkAttribute::Link(i) => out.peer_ifindex = Some(*i),
+            LinkAttribute::LinkNetNsId(id) => out.peer_nsid = Some(*id),
+            LinkAttribute::Xdp(x) => {
+                out.xdp_prog_id = x.iter().find_map(|x| match x {
+                    LinkXdp::ProgId(id) if *id != 0 => Some(*id),
+                    _ => None,
+                })
+            }
+            LinkAttribute::LinkInfo(infos) => {
+                for i in infos {
+                    match i {
+                        LinkInfo::Kind(k) => out.driver = driver(k),
+                        LinkInfo::Data(InfoData::Netkit(n)) => {
+                            out.netkit_primary = n.iter().find_map(|n| match n {
+                                InfoNetkit::Primary(p) => Some(*p),
+                                _ => None,
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Only a pair across namespaces has a peer elsewhere.
+    if out.peer_nsid.is_none() {
+        out.peer_ifindex = None;
+    }
+    out
+}
+
+fn driver(k: &InfoKind) -> String {
+    match k {
+        InfoKind::Veth => "veth".into(),
+        InfoKind::Netkit => "netkit".into(),
+        InfoKind::Other(s) => s.clone(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}

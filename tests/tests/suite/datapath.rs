@@ -1,0 +1,270 @@
+//! Pods outside the CNI's datapath (issue 38), on a node whose pods get
+//! their network from a real CNI plugin: the per-endpoint programs on each
+//! pod's host-side veth, read from the node without changing it, and
+//! proven by the pods' own traffic.
+#![cfg(feature = "cri")]
+
+use std::os::unix::ffi::OsStrExt;
+
+use integration_tests::datapath::*;
+use integration_tests::*;
+use serde_json::Value;
+
+const TOOLS: &[&str] = &[
+    "containerd",
+    "ctr",
+    "runc",
+    "podman",
+    "nsenter",
+    "unshare",
+    "ip",
+    "tc",
+    "/usr/lib/cni/ptp",
+    "/usr/lib/cni/host-local",
+    "/usr/lib/cni/loopback",
+];
+
+fn pod_with(node: &mut Containerd, namespace: &str, name: &str, host_network: bool) -> Pod {
+    let pod = if host_network { node.run_host_network_pod(namespace, name) } else { node.run_pod(namespace, name) };
+    node.run_container(&pod, &Spec { name: "app", args: &["pause"], ..Spec::default() });
+    pod
+}
+
+fn audit(node: &Containerd, extra: &[&str]) -> Run {
+    let mut args: Vec<String> = node.audit_args();
+    if extra.contains(&"--output") {
+        // The caller's output instead of the JSON.
+        let at = args.iter().position(|a| a == "--output").expect("--output");
+        args.drain(at..at + 2);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    node.agent(&args)
+}
+
+fn pod_net<'a>(report: &'a Value, pod: &Pod) -> &'a Value {
+    let pods = report["datapath"]["pods"].as_array().expect("datapath.pods");
+    pods.iter().find(|p| p["pod_uid"] == pod.uid.as_str()).unwrap_or_else(|| panic!("{} not in {pods:#?}", pod.name))
+}
+
+/// The seeds' node: a DaemonSet pod (ebs-csi-node) started before the CNI's
+/// agent, with a network from the previous plugin; then Cilium's agent,
+/// whose endpoints are two pods (one through legacy tc, one through tcx);
+/// a hostNetwork pod (aws-node), and a pod made a moment ago that the CNI
+/// has not reached yet. The audit names the first pod, with the fix, lists
+/// the others' programs, and leaves the rest alone; the pods' traffic says
+/// the same; the node is as it was.
+#[test]
+fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+    // The red team's hiding place: a container of the pod in a network
+    // namespace of its own (any container with CAP_SYS_ADMIN, or a user
+    // namespace, can make one). The pod is judged by every namespace of it.
+    node.run_container(
+        &early,
+        &Spec { name: "hider", args: &["netns-pause"], caps: &["SYS_ADMIN"], ..Spec::default() },
+    );
+    let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
+    // Start times are whole seconds: the agent starts in a later one.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut cilium = EndpointAgent::start(&node);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    let api = pod_with(&mut node, "shop", "api-0", false);
+    let (early_veth, web_veth, api_veth) = (host_veth(&node, &early), host_veth(&node, &web), host_veth(&node, &api));
+    // ... and its blinding: a host interface whose name is not UTF-8 (a pod
+    // with CAP_NET_ADMIN makes one through its namespace's id for the
+    // node's). It is left out and counted; nothing else is lost.
+    let bad = node
+        .node
+        .command_on_network(&which("ip").unwrap(), &[])
+        .args(["link", "add"])
+        .arg(std::ffi::OsStr::from_bytes(b"bad\xffname"))
+        .args(["type", "veth", "peer", "name", "badpeer0"])
+        .status()
+        .expect("ip link add");
+    assert!(bad.success(), "a dummy link named bad\\xffname");
+    let (web_how, web_prog) = cilium.attach("tc", &web_veth);
+    assert_eq!(web_how, "tc");
+    let (api_how, api_prog) = cilium.attach("tcx", &api_veth);
+    let tcx = api_how == "tcx";
+    let fresh = pod_with(&mut node, "shop", "web-1", false);
+
+    // What reading must not change: netns ids, qdiscs.
+    let ids_before = on_node_network(&node, "ip", &["netns", "list-id"]);
+    let early_qdiscs = on_node_network(&node, "tc", &["qdisc", "show", "dev", &early_veth]);
+
+    let run = audit(&node, &[]);
+    assert_eq!(run.code, 1, "a pod outside the datapath is a problem: {run:?}");
+    let report = run.json();
+    assert_eq!(report["datapath"]["owners"], serde_json::json!(["cilium"]), "{:#}", report["datapath"]);
+    assert_eq!(report["datapath"]["links_undecodable"], 1, "the link that is not UTF-8 is counted");
+    let outside: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "pod_outside_datapath").collect();
+    assert_eq!(outside.len(), 1, "only the pod that started before the agent: {outside:#?}");
+    let f = outside[0];
+    assert_eq!(f["severity"], "critical", "{f:#}");
+    assert_eq!(f["owner"], "cilium", "{f:#}");
+    assert_eq!(f["pod_uid"], early.uid.as_str(), "{f:#}");
+    assert_eq!((&f["pod_namespace"], &f["pod_name"]), (&"kube-system".into(), &"ebs-csi-node-x2v9q".into()), "{f:#}");
+    assert_eq!(f["interfaces"][0]["name"], early_veth.as_str(), "{f:#}");
+    assert_eq!(f["interfaces"][0]["driver"], "veth", "{f:#}");
+    let names: Vec<&Value> = f["pods"][0]["containers"].as_array().unwrap().iter().map(|c| &c["name"]).collect();
+    assert!(names.contains(&&Value::from("app")), "its containers are named: {f:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("started before Cilium's agent"), "{message}");
+    let fix = f["remediation"].as_str().unwrap();
+    for words in ["delete the pod", "unmanagedPodWatcher", "--pod-restart-selector", "NoExecute"] {
+        assert!(fix.contains(words), "the fix says {words:?}: {fix}");
+    }
+    // The managed pods' programs, each as it was attached.
+    let programs =
+        |pod: &Pod| pod_net(&report, pod)["interfaces"][0]["programs"].as_array().cloned().unwrap_or_default();
+    let web_progs = programs(&web);
+    assert_eq!(web_progs.len(), 1, "{web_progs:#?}");
+    assert_eq!(web_progs[0]["hook"], "tc_ingress");
+    assert_eq!(web_progs[0]["prog_name"], "cil_from_container");
+    assert_eq!(web_progs[0]["via"], "filter");
+    assert_eq!(web_progs[0]["filter_name"], format!("cil_from_container-{web_veth}").as_str());
+    assert_eq!(
+        (&web_progs[0]["prio"], &web_progs[0]["handle"], &web_progs[0]["direct_action"]),
+        (&1.into(), &1.into(), &true.into())
+    );
+    let api_progs = programs(&api);
+    assert_eq!(api_progs[0]["prog_id"], api_prog, "{api_progs:#?}");
+    assert_eq!(web_progs[0]["prog_id"], web_prog, "{web_progs:#?}");
+    let (hook, via) = if tcx { ("tcx_ingress", "link") } else { ("tc_ingress", "filter") };
+    assert_eq!((&api_progs[0]["hook"], &api_progs[0]["via"]), (&hook.into(), &via.into()), "{api_progs:#?}");
+    // What the audit found the kernel takes is what the agent found.
+    assert_eq!(report["kernel_features"]["tcx"]["works"], tcx, "{:#}", report["kernel_features"]);
+    assert_eq!(pod_net(&report, &aws_node)["network"], "host_network");
+    assert_eq!(pod_net(&report, &early)["interfaces"][0]["programs"], serde_json::json!([]));
+    // The pod made a moment ago waits for its endpoint (--endpoint-grace).
+    assert!(programs(&fresh).is_empty());
+    // ... and is judged once the grace is over.
+    let strict = audit(&node, &["--endpoint-grace", "0s"]).json();
+    let judged: Vec<&str> = strict["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pod_outside_datapath")
+        .filter_map(|f| f["pod_uid"].as_str())
+        .collect();
+    assert_eq!(judged.len(), 2, "{judged:?}");
+    assert!(judged.contains(&fresh.uid.as_str()) && !judged.contains(&aws_node.uid.as_str()), "{judged:?}");
+
+    // The table says the same.
+    let table = audit(&node, &["--output", "table"]);
+    eprintln!("{}", table.stdout);
+    assert!(table.stdout.contains("pod_outside_datapath"), "{}", table.stdout);
+    assert!(table.stdout.contains("POD INTERFACES (datapath: cilium"), "{}", table.stdout);
+    assert!(table.stdout.contains(&web_veth) && table.stdout.contains("cil_from_container"), "{}", table.stdout);
+
+    // Nothing on the node changed.
+    assert_eq!(on_node_network(&node, "ip", &["netns", "list-id"]), ids_before, "a netns id was assigned");
+    assert_eq!(on_node_network(&node, "tc", &["qdisc", "show", "dev", &early_veth]), early_qdiscs, "a qdisc was made");
+
+    // The traffic: the managed pods' packets run the CNI's program, the
+    // unmanaged pod's run none.
+    let _stats = agent::bpf::sys::enable_run_stats().expect("BPF_ENABLE_STATS");
+    let gateway = |pod: &Pod| {
+        let ip = node.pod_ip(pod);
+        format!("{}.1", &ip[..ip.rfind('.').unwrap()])
+    };
+    // Each endpoint has a program of its own; the pods' own background
+    // packets (IPv6 neighbour discovery) run theirs now and then, never 20.
+    let runs = || run_count(web_prog) + run_count(api_prog);
+    let before = runs();
+    send_from(pod_pid(&node, &early), &gateway(&early), 20);
+    let after_early = runs();
+    assert!(after_early < before + 20, "the unmanaged pod's 20 packets ran the CNI's programs");
+    let before = run_count(web_prog);
+    send_from(pod_pid(&node, &web), &gateway(&web), 20);
+    let after = run_count(web_prog);
+    assert!(after >= before + 20, "web's packets (tc) ran its program {} times", after - before);
+    let before = run_count(api_prog);
+    send_from(pod_pid(&node, &api), &gateway(&api), 20);
+    let after = run_count(api_prog);
+    assert!(after >= before + 20, "api's packets ({api_how}) ran its program {} times", after - before);
+
+    // The fix: the pod deleted and made again, now under the CNI.
+    node.remove_pod(&early);
+    let again = pod_with(&mut node, "kube-system", "ebs-csi-node-p8w4t", false);
+    cilium.attach("tc", &host_veth(&node, &again));
+    let run = audit(&node, &["--endpoint-grace", "0s"]);
+    let report = run.json();
+    let judged: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pod_outside_datapath" && f["pod_uid"] != fresh.uid.as_str())
+        .collect();
+    assert!(judged.is_empty(), "the recreated pod is in the datapath: {judged:#?}");
+}
+
+/// The daemon: the pod that started before the CNI's agent is a series and
+/// an alert within 10 s of the daemon's start; a pod whose program is
+/// detached from its interface joins it within 10 s (the interfaces are
+/// read every 5 s), young as it is; the hostNetwork pod never does.
+#[test]
+fn the_daemon_names_pods_outside_the_datapath_and_a_pod_that_lost_its_program() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+    let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut cilium = EndpointAgent::start(&node);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    let api = pod_with(&mut node, "shop", "api-0", false);
+    let api_veth = host_veth(&node, &api);
+    cilium.attach("tc", &host_veth(&node, &web));
+    let (how, _) = cilium.attach("tcx", &api_veth);
+
+    let root = node.audit_args().last().unwrap().clone();
+    let started = std::time::Instant::now();
+    let daemon = Daemon::start_via(
+        node.node.command(&agent_bin(), &[]),
+        &["--cgroup-root", &root, "--interval", "1h", "--node-name", "cri-node"],
+    );
+    let series = |pod: &Pod| {
+        format!(
+            r#"cgaudit_pod_outside_datapath{{owner="cilium",severity="critical",pod_namespace="{}",pod_name="{}",pod_uid="{}"}}"#,
+            pod.namespace, pod.name, pod.uid
+        )
+    };
+    let named = wait_until(std::time::Duration::from_secs(10), || daemon.metric(&series(&early)) == Some(1.0));
+    assert!(named, "no {} within 10 s:\n{}\n{}", series(&early), daemon.get("/metrics").1, daemon.logs());
+    eprintln!("the early pod's series came {:?} after the daemon started", started.elapsed());
+    let by_owner = r#"cgaudit_findings_by_owner{kind="pod_outside_datapath",severity="critical",owner="cilium"}"#;
+    assert_eq!(daemon.metric(by_owner), Some(1.0), "{}", daemon.get("/metrics").1);
+
+    if how == "tcx" {
+        // Its link closed: the program leaves api's interface, and api is
+        // outside at once, though younger than --endpoint-grace.
+        cilium.detach(&api_veth);
+        let detached = std::time::Instant::now();
+        let lost = wait_until(std::time::Duration::from_secs(10), || daemon.metric(&series(&api)) == Some(1.0));
+        assert!(lost, "api never reported after its program left:\n{}\n{}", daemon.get("/metrics").1, daemon.logs());
+        eprintln!("a detached program was noticed after {:?}", detached.elapsed());
+        let audit: Value = serde_json::from_str(&daemon.get("/audit").1).unwrap();
+        let f = audit["findings"].as_array().unwrap().iter().find(|f| f["pod_uid"] == api.uid.as_str()).unwrap();
+        assert!(f["message"].as_str().unwrap().contains("they were detached"), "{f:#}");
+    }
+    assert!(!daemon.get("/metrics").1.contains(&aws_node.uid), "the hostNetwork pod is never a series");
+    assert!(daemon.metric(&series(&web)).is_none(), "web is in the datapath");
+
+    // The fix: the pod deleted and made again under the CNI.
+    node.remove_pod(&early);
+    let again = pod_with(&mut node, "kube-system", "ebs-csi-node-p8w4t", false);
+    cilium.attach("tc", &host_veth(&node, &again));
+    let gone = wait_until(std::time::Duration::from_secs(10), || daemon.metric(&series(&early)).is_none());
+    assert!(gone, "the deleted pod's series stays:\n{}", daemon.get("/metrics").1);
+    assert!(daemon.metric(&series(&again)).is_none());
+}
