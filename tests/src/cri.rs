@@ -322,37 +322,32 @@ impl Containerd {
     }
 
     /// The pid of the pod's sandbox (pause) process in the node's PID
-    /// namespace (`PodSandboxStatus`, verbose).
+    /// namespace.
     pub fn sandbox_pid(&self, pod: &Pod) -> u32 {
-        let mut client = self.client.clone();
-        let status = self
-            .rt
-            .block_on(
-                client.pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: pod.id.clone(), verbose: true }),
-            )
-            .unwrap_or_else(|e| panic!("PodSandboxStatus {}: {e}", pod.name))
-            .into_inner();
+        let status = self.sandbox_status(pod, true);
         let info: serde_json::Value =
             serde_json::from_str(status.info.get("info").map_or("{}", |s| s.as_str())).unwrap_or_default();
         info["pid"].as_u64().unwrap_or_else(|| panic!("no sandbox pid for {}: {info}", pod.name)) as u32
     }
 
-    /// The pod's address, as the CNI plugin gave it (`PodSandboxStatus`).
+    /// The pod's address, as the CNI plugin gave it.
     pub fn pod_ip(&self, pod: &Pod) -> String {
-        let mut client = self.client.clone();
-        let status = self
-            .rt
-            .block_on(
-                client.pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: pod.id.clone(), verbose: false }),
-            )
-            .unwrap_or_else(|e| panic!("PodSandboxStatus {}: {e}", pod.name))
-            .into_inner();
+        let status = self.sandbox_status(pod, false);
         status
             .status
             .and_then(|s| s.network)
             .map(|n| n.ip)
             .filter(|ip| !ip.is_empty())
             .unwrap_or_else(|| panic!("pod {} has no address", pod.name))
+    }
+
+    /// `PodSandboxStatus` of `pod` (`verbose`: with containerd's `info`).
+    fn sandbox_status(&self, pod: &Pod, verbose: bool) -> PodSandboxStatusResponse {
+        let mut client = self.client.clone();
+        self.rt
+            .block_on(client.pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: pod.id.clone(), verbose }))
+            .unwrap_or_else(|e| panic!("PodSandboxStatus {}: {e}", pod.name))
+            .into_inner()
     }
 
     /// What the container wrote to its log (CRI log format: one line per

@@ -47,11 +47,51 @@ fn pod_net<'a>(report: &'a Value, pod: &Pod) -> &'a Value {
     pods.iter().find(|p| p["pod_uid"] == pod.uid.as_str()).unwrap_or_else(|| panic!("{} not in {pods:#?}", pod.name))
 }
 
-/// The seeds' node: a DaemonSet pod (ebs-csi-node) started before the CNI's
-/// agent, with a network from the previous plugin; then Cilium's agent,
-/// whose endpoints are two pods (one through legacy tc, one through tcx);
-/// a hostNetwork pod (aws-node), and a pod made a moment ago that the CNI
-/// has not reached yet. The audit names the first pod, with the fix, lists
+/// The seeds' node: a DaemonSet pod (ebs-csi-node) started before the
+/// CNI's agent, with a network from the previous plugin (and, with
+/// `hider`, a container of it in a network namespace of its own: the red
+/// team's hiding place, which any container with CAP_SYS_ADMIN or a user
+/// namespace can make); a hostNetwork pod (aws-node); then Cilium's agent,
+/// whose endpoints are web-0 (legacy tc) and api-0 (tcx where the kernel
+/// takes it).
+struct SeedNode {
+    node: Containerd,
+    cilium: EndpointAgent,
+    early: Pod,
+    aws_node: Pod,
+    web: Pod,
+    api: Pod,
+    /// Each endpoint's program, and how api-0's was attached.
+    web_prog: u32,
+    api_prog: u32,
+    api_how: String,
+}
+
+impl SeedNode {
+    fn new(hider: bool) -> SeedNode {
+        let mut node = Containerd::start_with_pod_network();
+        let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+        if hider {
+            let spec = Spec { name: "hider", args: &["netns-pause"], caps: &["SYS_ADMIN"], ..Spec::default() };
+            node.run_container(&early, &spec);
+        }
+        let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
+        // Start times are whole seconds: the agent starts in a later one.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut cilium = EndpointAgent::start(&node);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let web = pod_with(&mut node, "shop", "web-0", false);
+        let api = pod_with(&mut node, "shop", "api-0", false);
+        let (web_how, web_prog) = cilium.attach("tc", &host_veth(&node, &web));
+        assert_eq!(web_how, "tc");
+        let (api_how, api_prog) = cilium.attach("tcx", &host_veth(&node, &api));
+        SeedNode { node, cilium, early, aws_node, web, api, web_prog, api_prog, api_how }
+    }
+}
+
+/// The seeds' node (`SeedNode`, its early pod with a container in a
+/// namespace of its own), and a pod made a moment ago that the CNI has not
+/// reached yet. The audit names the early pod, with the fix, lists
 /// the others' programs, and leaves the rest alone; the pods' traffic says
 /// the same; the node is as it was.
 #[test]
@@ -59,23 +99,8 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     if !can_run(TOOLS) {
         return;
     }
-    let mut node = Containerd::start_with_pod_network();
-    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
-    // The red team's hiding place: a container of the pod in a network
-    // namespace of its own (any container with CAP_SYS_ADMIN, or a user
-    // namespace, can make one). The pod is judged by every namespace of it.
-    node.run_container(
-        &early,
-        &Spec { name: "hider", args: &["netns-pause"], caps: &["SYS_ADMIN"], ..Spec::default() },
-    );
-    let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
-    // Start times are whole seconds: the agent starts in a later one.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let mut cilium = EndpointAgent::start(&node);
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let web = pod_with(&mut node, "shop", "web-0", false);
-    let api = pod_with(&mut node, "shop", "api-0", false);
-    let (early_veth, web_veth, api_veth) = (host_veth(&node, &early), host_veth(&node, &web), host_veth(&node, &api));
+    let SeedNode { mut node, mut cilium, early, aws_node, web, api, web_prog, api_prog, api_how } = SeedNode::new(true);
+    let (early_veth, web_veth) = (host_veth(&node, &early), host_veth(&node, &web));
     // ... and its blinding: a host interface whose name is not UTF-8 (a pod
     // with CAP_NET_ADMIN makes one through its namespace's id for the
     // node's). It is left out and counted; nothing else is lost.
@@ -87,10 +112,7 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
         .args(["type", "veth", "peer", "name", "badpeer0"])
         .status()
         .expect("ip link add");
-    assert!(bad.success(), "a dummy link named bad\\xffname");
-    let (web_how, web_prog) = cilium.attach("tc", &web_veth);
-    assert_eq!(web_how, "tc");
-    let (api_how, api_prog) = cilium.attach("tcx", &api_veth);
+    assert!(bad.success(), "a veth pair named bad\\xffname");
     let tcx = api_how == "tcx";
     let fresh = pod_with(&mut node, "shop", "web-1", false);
 
@@ -215,17 +237,8 @@ fn the_daemon_names_pods_outside_the_datapath_and_a_pod_that_lost_its_program() 
     if !can_run(TOOLS) {
         return;
     }
-    let mut node = Containerd::start_with_pod_network();
-    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
-    let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let mut cilium = EndpointAgent::start(&node);
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let web = pod_with(&mut node, "shop", "web-0", false);
-    let api = pod_with(&mut node, "shop", "api-0", false);
+    let SeedNode { mut node, mut cilium, early, aws_node, web, api, api_how: how, .. } = SeedNode::new(false);
     let api_veth = host_veth(&node, &api);
-    cilium.attach("tc", &host_veth(&node, &web));
-    let (how, _) = cilium.attach("tcx", &api_veth);
 
     let root = node.audit_args().last().unwrap().clone();
     let started = std::time::Instant::now();
