@@ -474,6 +474,14 @@ pub struct ScanArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = endpoint_grace)]
     pub endpoint_grace: Duration,
 
+    /// The node's CNI configuration directory, inside PID 1's root. The
+    /// first file there by name is the network the runtime gives pods: one
+    /// that names cilium-cni says the node runs Cilium's datapath even
+    /// while its agent is down. k3s keeps it in
+    /// /var/lib/rancher/k3s/agent/etc/cni/net.d.
+    #[arg(long, value_name = "DIR", default_value = crate::iface::config::CNI_CONF_DIR, value_parser = absolute_path)]
+    pub cni_conf_dir: PathBuf,
+
     /// Removed: Kmesh means its programs for the root, and they are judged
     /// as its only when something proves them its (see README, "Owners
     /// cgaudit knows"). Refused with that explanation, so that an old

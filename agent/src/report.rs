@@ -240,9 +240,13 @@ pub struct Report {
 /// Which per-endpoint datapath the node runs, and each pod's interfaces.
 #[derive(Debug, Clone, Serialize)]
 pub struct Datapath {
-    /// The owners whose per-endpoint programs are on some pod's interface
-    /// (empty: no eBPF datapath, e.g. bridge, ptp or a VPC CNI alone).
+    /// The owners whose per-endpoint programs are on some pod's interface,
+    /// or whose datapath `configured` says the node runs (empty: no eBPF
+    /// datapath, e.g. bridge, ptp or a VPC CNI alone).
     pub owners: Vec<Owner>,
+    /// What says the node runs an owner's datapath besides its programs:
+    /// its running agent, or the node's CNI configuration.
+    pub configured: Vec<crate::iface::config::Configured>,
     /// Why the interfaces could not be read, if they could not.
     pub error: Option<String>,
     /// Every pod: hostNetwork, its interfaces and their programs, or why not.
@@ -309,6 +313,7 @@ impl Report {
             mounts: snap.mounts.clone(),
             datapath: Datapath {
                 owners: findings::outside_datapath::datapaths(snap),
+                configured: snap.pod_networks.configured.clone(),
                 error: snap.pod_networks.error.clone(),
                 links_undecodable: snap.pod_networks.links_undecodable,
                 pods: snap

@@ -48,8 +48,9 @@ impl EndpointAgent {
     }
 
     /// Attaches a program of its own for this endpoint to `ifname`'s
-    /// ingress, `how`: `tc`, or `tcx` (tc where the kernel has no tcx);
-    /// returns how it did and the program's id.
+    /// ingress, `how`: `tc`, or `tcx` (tc where the kernel has no tcx), or
+    /// to a netkit primary's peer (`netkit`); returns how it did and the
+    /// program's id.
     pub fn attach(&mut self, how: &str, ifname: &str) -> (String, u32) {
         writeln!(self.stdin, "{how} {ifname}").expect("tell the endpoint agent");
         let mut line = String::new();
@@ -67,10 +68,6 @@ impl EndpointAgent {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("read the endpoint agent");
         assert_eq!(line.trim(), format!("detached {ifname}"));
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 }
 
@@ -150,24 +147,27 @@ pub fn run_count(id: u32) -> u64 {
 
 /// Sends one rtnetlink request from this thread's network namespace and
 /// waits for its ack; the kernel's error, if any.
-pub fn rtnl(msg: netlink_packet_route::RouteNetlinkMessage, flags: u16) -> Result<(), String> {
+pub fn rtnl(msg: netlink_packet_route::RouteNetlinkMessage, flags: u16) -> std::io::Result<()> {
     use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
     use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
-    let mut socket = Socket::new(NETLINK_ROUTE).map_err(|e| e.to_string())?;
-    socket.bind_auto().map_err(|e| e.to_string())?;
-    socket.connect(&SocketAddr::new(0, 0)).map_err(|e| e.to_string())?;
+    let mut socket = Socket::new(NETLINK_ROUTE)?;
+    socket.bind_auto()?;
+    socket.connect(&SocketAddr::new(0, 0))?;
     let mut packet = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(msg));
     packet.header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
     packet.header.sequence_number = 1;
     packet.finalize();
     let mut buf = vec![0; packet.buffer_len()];
     packet.serialize(&mut buf);
-    socket.send(&buf, 0).map_err(|e| e.to_string())?;
-    let (bytes, _) = socket.recv_from_full().map_err(|e| e.to_string())?;
+    socket.send(&buf, 0)?;
+    let (bytes, _) = socket.recv_from_full()?;
     let answer: NetlinkMessage<netlink_packet_route::RouteNetlinkMessage> =
-        NetlinkMessage::deserialize(&bytes).map_err(|e| e.to_string())?;
+        NetlinkMessage::deserialize(&bytes).map_err(std::io::Error::other)?;
     match answer.payload {
-        NetlinkPayload::Error(e) if e.code.is_some() => Err(format!("{e:?}")),
+        NetlinkPayload::Error(e) => match e.code {
+            Some(code) => Err(std::io::Error::from_raw_os_error(-code.get())),
+            None => Ok(()),
+        },
         _ => Ok(()),
     }
 }
@@ -178,6 +178,8 @@ pub fn rtnl(msg: netlink_packet_route::RouteNetlinkMessage, flags: u16) -> Resul
 /// in this namespace and `eth0` in the pod's, with 10.99.N.1/24 and
 /// 10.99.N.2/24, both up. The pair goes with the pod's namespace when its
 /// process is killed (on drop: its namespace goes with its last process).
+/// Or (`netkit`) a netkit pair as Cilium makes one in its netkit mode: the
+/// primary in this namespace, the peer `eth0` in the pod's, layer 3.
 pub struct VethPod {
     _process: NetnsProcess,
     /// The host-side interface.
@@ -215,22 +217,42 @@ impl VethPod {
     }
 
     pub fn new(cgroup: &std::path::Path, n: u8) -> VethPod {
+        Self::make(cgroup, n, false).unwrap_or_else(|e| panic!("make a veth pair: {e}"))
+    }
+
+    /// A pod whose pair is netkit's; the error if the kernel makes none
+    /// (`EOPNOTSUPP` before 6.7, or without `CONFIG_NETKIT`).
+    pub fn netkit(cgroup: &std::path::Path, n: u8) -> std::io::Result<VethPod> {
+        Self::make(cgroup, n, true)
+    }
+
+    fn make(cgroup: &std::path::Path, n: u8, netkit: bool) -> std::io::Result<VethPod> {
         use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
         use netlink_packet_route::RouteNetlinkMessage as M;
-        use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkInfo, LinkMessage};
+        use netlink_packet_route::link::{
+            InfoData, InfoKind, InfoNetkit, InfoVeth, LinkAttribute, LinkInfo, LinkMessage, NetkitMode,
+        };
         let process = Self::process_in_own_netns(cgroup);
         let pid = process.0.id();
-        let host = format!("veth{:08x}", (std::process::id() << 8) ^ u32::from(n) ^ 0x5eed_0000);
+        let host = format!(
+            "{}{:08x}",
+            if netkit { "nk" } else { "veth" },
+            (std::process::id() << 8) ^ u32::from(n) ^ 0x5eed_0000
+        );
         let mut peer = LinkMessage::default();
         peer.attributes.push(LinkAttribute::IfName("eth0".into()));
         peer.attributes.push(LinkAttribute::NetNsPid(pid));
         let mut link = LinkMessage::default();
         link.attributes.push(LinkAttribute::IfName(host.clone()));
-        link.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::Kind(InfoKind::Veth),
-            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
-        ]));
-        rtnl(M::NewLink(link), NLM_F_CREATE | NLM_F_EXCL).unwrap_or_else(|e| panic!("make veth {host}: {e}"));
+        link.attributes.push(LinkAttribute::LinkInfo(if netkit {
+            vec![
+                LinkInfo::Kind(InfoKind::Netkit),
+                LinkInfo::Data(InfoData::Netkit(vec![InfoNetkit::Mode(NetkitMode::L3), InfoNetkit::Peer(peer)])),
+            ]
+        } else {
+            vec![LinkInfo::Kind(InfoKind::Veth), LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer)))]
+        }));
+        rtnl(M::NewLink(link), NLM_F_CREATE | NLM_F_EXCL)?;
         let pod = VethPod { _process: process, host: host.clone(), gateway: format!("10.99.{n}.1"), pid };
         let index = nix::net::if_::if_nametoindex(host.as_str()).expect("the host side");
         up_with_address(index, [10, 99, n, 1]);
@@ -244,7 +266,7 @@ impl VethPod {
             .join()
             .expect("the pod's side");
         });
-        pod
+        Ok(pod)
     }
 }
 

@@ -15,8 +15,6 @@ pub struct Sandbox {
     child: Child,
     /// Host pid of the sandbox's PID 1.
     pub pid1: u32,
-    /// Whether it has a network namespace of its own (`with_network`).
-    pub own_network: bool,
 }
 
 impl Sandbox {
@@ -55,7 +53,7 @@ impl Sandbox {
         let pid1 = fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
             .ok()
             .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()));
-        let mut sb = Sandbox { child, pid1: pid1.unwrap_or(0), own_network };
+        let mut sb = Sandbox { child, pid1: pid1.unwrap_or(0) };
         if line.trim() != "ready" || sb.pid1 == 0 {
             let status = sb.child.wait();
             panic!("sandbox setup failed ({status:?}): {setup}");

@@ -60,6 +60,7 @@ impl ScanArgs {
             node_name: self.node_name.clone(),
             walk: self.walk,
             nested_node: self.nested_node,
+            cni_conf_dir: self.cni_conf_dir.clone(),
             ..ScanOptions::node(self.proc.clone())
         }
     }

@@ -240,6 +240,7 @@ impl Picture {
         // alert's `for:` start again).
         if nets.error.is_some() {
             nets.pods = old.pods.clone();
+            nets.configured = old.configured.clone();
         }
         let unread = |p: &crate::iface::PodNet| match &p.net {
             Net::Unreadable { .. } => true,
@@ -259,6 +260,7 @@ impl Picture {
         nets.had_programs = had;
         let changed = nets.error != old.error
             || nets.agents != old.agents
+            || nets.configured != old.configured
             || nets.pods != old.pods
             || nets.had_programs != old.had_programs;
         self.snap.pod_networks = nets;

@@ -21,7 +21,9 @@
 //!   every `NODE_STATE_EVERY`; a judgement sooner is made again then.
 //! - Under syscall tracing, the cgroup links are listed every `LINK_SWEEP`.
 //! - The pods' interfaces and their programs are read every `INTERFACES`
-//!   (tc filters, tcx and netkit links make no event the daemon hooks).
+//!   (tc filters, tcx and netkit links make no event the daemon hooks),
+//!   `NEW_CGROUP_READ` after a pod's cgroup appears, and once more as that
+//!   pod's `--endpoint-grace` ends (`POD_READS_QUEUED` such reads at most).
 //! - The reading fallback sweeps every `SWEEP_SHARE` times the last
 //!   sweep's cost, within `SWEEP_MIN..=SWEEP_MAX` and `--interval`, and
 //!   reads each new cgroup again `NEW_CGROUP_READ` after it appears, at
@@ -62,6 +64,9 @@ const SWEEP_SHARE: u32 = 100;
 /// The reading fallback reads a new cgroup again this long after it
 /// appears: runtimes attach their device programs right after the mkdir.
 const NEW_CGROUP_READ: Duration = Duration::from_secs(1);
+/// The most reads at new pods' ends of grace waiting: more pods than this
+/// starting within one grace are judged by the reads every `INTERFACES`.
+const POD_READS_QUEUED: usize = 64;
 /// A cgroup asked to be read again later is, this much later.
 const READ_AGAIN: Duration = Duration::from_millis(100);
 /// With cgroup events, at most this many new cgroups wait to have their
@@ -151,6 +156,10 @@ pub struct Schedule {
     next_link_sweep: Option<Instant>,
     /// While the node has pods: when their interfaces are read next.
     next_interfaces: Option<Instant>,
+    /// Reads of the interfaces as new pods' `--endpoint-grace` ends (their
+    /// verdict is due then), at most one a second, `POD_READS_QUEUED` at
+    /// most.
+    pod_reads: BTreeSet<Instant>,
     /// The reading fallback's due times (`Source::Reading` only).
     reading: Option<Reading>,
     /// When the CNI agents and mounts were last read, and a judgement
@@ -189,6 +198,7 @@ impl Schedule {
             failures: 0,
             next_link_sweep: link_sweep.then_some(now + LINK_SWEEP),
             next_interfaces: None,
+            pod_reads: BTreeSet::new(),
             reading: reading.then(|| Reading {
                 next_sweep: now + SWEEP_MIN,
                 swept: now,
@@ -215,6 +225,7 @@ impl Schedule {
             self.judge_due,
             self.next_link_sweep,
             self.next_interfaces,
+            self.pod_reads.first().copied(),
             self.reading.as_ref().map(Reading::due),
             self.later.first().map(|(at, _)| *at),
             self.populated.front().map(|(at, _)| *at),
@@ -327,12 +338,31 @@ impl Schedule {
     /// True when the pods' interfaces are due to be read at `now`; the next
     /// read is then `INTERFACES` later.
     pub fn interfaces_due(&mut self, now: Instant) -> bool {
+        let mut due = false;
+        while self.pod_reads.first().is_some_and(|at| *at <= now) {
+            self.pod_reads.pop_first();
+            due = true;
+        }
         match self.next_interfaces {
             Some(at) if at <= now => {
                 self.next_interfaces = Some(now + INTERFACES);
                 true
             }
-            _ => false,
+            _ => due,
+        }
+    }
+
+    /// A pod's cgroup appeared at `now` (its mkdir event): the pods'
+    /// interfaces are read `NEW_CGROUP_READ` later and every `INTERFACES`
+    /// from then on, and once more as its `grace` ends, when its verdict
+    /// is due.
+    pub fn pod_started(&mut self, now: Instant, grace: Duration) {
+        let soon = now + NEW_CGROUP_READ;
+        self.next_interfaces = Some(self.next_interfaces.map_or(soon, |at| at.min(soon)));
+        let end = now + grace + NEW_CGROUP_READ;
+        let near = end.checked_sub(Duration::from_secs(1)).unwrap_or(end);
+        if self.pod_reads.len() < POD_READS_QUEUED && self.pod_reads.range(near..=end).next().is_none() {
+            self.pod_reads.insert(end);
         }
     }
 
@@ -345,6 +375,9 @@ impl Schedule {
     /// A full pass at `now` found pods (`pods`) or none: their interfaces
     /// are read every `INTERFACES` from now on, or not at all.
     pub fn pods_seen(&mut self, now: Instant, pods: bool) {
+        if !pods {
+            self.pod_reads.clear();
+        }
         self.next_interfaces = match (pods, self.next_interfaces) {
             (false, _) => None,
             (true, Some(at)) => Some(at),

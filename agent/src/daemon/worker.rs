@@ -346,6 +346,17 @@ impl Worker {
         judge
     }
 
+    /// A cgroup appeared: what comes after is scheduled (`Schedule::
+    /// new_cgroup`; for a pod's own cgroup, `Schedule::pod_started`);
+    /// false when it cannot be.
+    fn cgroup_made(&mut self, id: u64) -> bool {
+        let path = self.picture.as_ref().and_then(|p| p.path_within(id, SHOWN_MAX));
+        if path.is_some_and(|p| crate::attribution::attribute(&p).pod_level) {
+            self.schedule.pod_started(Instant::now(), self.config.policy.endpoint_grace);
+        }
+        self.schedule.new_cgroup(Instant::now(), id)
+    }
+
     fn apply(&mut self, e: &Event) -> (&'static str, bool) {
         let Some(picture) = self.picture.as_mut() else { return ("nothing", false) };
         match picture.apply(e) {
@@ -355,7 +366,7 @@ impl Worker {
                 // A new cgroup is read again shortly: runtimes attach their
                 // device programs and move processes in right after mkdir.
                 if let Change::CgroupMade { cgroup_id, .. } = &e.change
-                    && !self.schedule.new_cgroup(Instant::now(), *cgroup_id)
+                    && !self.cgroup_made(*cgroup_id)
                 {
                     self.ask_full_pass(Trigger::Unplaced);
                 }

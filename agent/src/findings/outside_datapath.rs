@@ -14,6 +14,12 @@
 //! mark. hostNetwork pods have no interface of their own and are never
 //! judged; an interface whose hooks could not be read is not judged either.
 //!
+//! A node whose configuration says it runs an owner's datapath
+//! (`iface::config`: its agent runs, or the node's CNI configuration names
+//! it) runs it even if no pod carries it yet. With the agent not running
+//! and no pod carrying it, that is one finding for the node (the datapath
+//! is down), not one per pod.
+//!
 //! When: a pod that started before the owner's agent is judged at once (the
 //! seeds' case); one younger than `endpoint_grace` that started after it
 //! waits, since the CNI adds an endpoint a moment after the sandbox exists.
@@ -62,12 +68,14 @@ fn managed_by(p: &PodNet, owner: Owner) -> bool {
 }
 
 /// The owners whose eBPF datapath the node runs: those whose entry program
-/// is on some pod's interface.
+/// is on some pod's interface, and those its configuration says it runs
+/// (`iface::config`).
 pub fn datapaths(snap: &Snapshot) -> Vec<Owner> {
+    let nets = &snap.pod_networks;
     ENTRY_PROGRAMS
         .iter()
         .map(|(o, _)| *o)
-        .filter(|o| snap.pod_networks.pods.iter().any(|p| managed_by(p, *o)))
+        .filter(|o| nets.pods.iter().any(|p| managed_by(p, *o)) || nets.configured.iter().any(|c| c.owner == *o))
         .collect()
 }
 
@@ -79,6 +87,7 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         // The owner's agent running now, and when the oldest started.
         let agent_started = nets.agents.iter().filter(|a| a.owner == owner).filter_map(|a| a.started).min();
         let agent_runs = snap.agents.iter().any(|a| a.owner == owner && a.privileged);
+        let mut outside = Vec::new();
         for p in &nets.pods {
             let Net::Interfaces { interfaces } = &p.net else { continue };
             if managed_by(p, owner) || interfaces.iter().any(|i| !i.errors.is_empty()) {
@@ -92,20 +101,27 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if young && !before_agent && !lost {
                 continue; // its endpoint may be a moment away
             }
-            out.push(finding(
-                cx,
-                p,
-                owner,
-                managed,
-                agent_runs,
-                if lost {
-                    When::Lost
-                } else if before_agent {
-                    When::BeforeAgent
-                } else {
-                    When::Late
-                },
-            ));
+            let when = if lost {
+                When::Lost
+            } else if before_agent {
+                When::BeforeAgent
+            } else {
+                When::Late
+            };
+            outside.push((p, when));
+        }
+        let said = nets.configured.iter().find(|c| c.owner == owner).map(|c| c.source.as_str());
+        match said {
+            // Configured, and no pod carries it nor does its agent run: the
+            // datapath is down on this node, not missing from some pods.
+            Some(said) if managed == 0 && !agent_runs => {
+                if !outside.is_empty() {
+                    out.push(node_finding(cx, owner, said, &outside));
+                }
+            }
+            _ => {
+                out.extend(outside.into_iter().map(|(p, when)| finding(cx, p, owner, managed, said, agent_runs, when)))
+            }
         }
     }
 }
@@ -121,21 +137,37 @@ enum When {
     Late,
 }
 
-fn finding(cx: &Ctx<'_>, p: &PodNet, owner: Owner, managed: usize, agent_runs: bool, when: When) -> Finding {
+fn entry_program(owner: Owner) -> String {
+    ENTRY_PROGRAMS.iter().find(|(o, _)| *o == owner).map(|(_, n)| n.shown()).unwrap_or_default()
+}
+
+fn finding(
+    cx: &Ctx<'_>,
+    p: &PodNet,
+    owner: Owner,
+    managed: usize,
+    said: Option<&str>,
+    agent_runs: bool,
+    when: When,
+) -> Finding {
     let snap = cx.snap;
     let Net::Interfaces { interfaces } = &p.net else { unreachable!("judged pods have interfaces") };
     let shown: Vec<String> = interfaces.iter().map(|i| format!("{} ({})", i.name, i.driver)).collect();
-    let entry = ENTRY_PROGRAMS.iter().find(|(o, _)| *o == owner).map(|(_, n)| n.shown()).unwrap_or_default();
     let when = match when {
         When::BeforeAgent => format!(" It started before {}'s agent.", owner.title()),
         When::Lost => " Its interface carried them before: they were detached.".to_owned(),
         When::Late => String::new(),
     };
+    let others = match (managed, said) {
+        (0, Some(said)) => format!("which no pod on this node carries although {said}"),
+        (1, _) => "while 1 other pod's do".to_owned(),
+        (n, _) => format!("while {n} other pods' do"),
+    };
     let message = format!(
-        "its interface {} carries none of {}'s per-endpoint programs ({entry} on what the pod sends), while {managed} other {} do: its traffic bypasses {}'s policy, load balancing and encryption.{when}",
+        "its interface {} carries none of {}'s per-endpoint programs ({} on what the pod sends), {others}: its traffic bypasses {}'s policy, load balancing and encryption.{when}",
         shown.join(", "),
         owner.title(),
-        if managed == 1 { "pod's" } else { "pods'" },
+        entry_program(owner),
         owner.title(),
     );
     let remediation = match owner {
@@ -152,31 +184,63 @@ fn finding(cx: &Ctx<'_>, p: &PodNet, owner: Owner, managed: usize, agent_runs: b
     f.owner = Some(owner);
     f.pod_uid = Some(p.pod_uid.clone());
     f.count = Some(1);
-    f.interfaces = interfaces
-        .iter()
-        .map(|i| InterfaceRef { name: i.name.clone(), ifindex: i.ifindex, driver: i.driver.clone() })
-        .collect();
-    // Its containers, named like those of pods_without_socket_lb.
-    if let Some(pod) = snap.pods.iter().find(|q| q.pod_uid == p.pod_uid) {
-        let named = snap.names.pod(&pod.pod_uid, None);
-        f.pods.push(pods_without::UncoveredPod {
-            uid: pod.pod_uid.clone(),
-            namespace: named.map(|n| n.namespace.clone()),
-            name: named.map(|n| n.name.clone()),
-            cgroup: pod.cgroup.clone(),
-            hooks: vec![],
-            containers: pod
-                .containers
-                .iter()
-                .map(|c| {
-                    let id = attribute(&c.cgroup).container_id;
-                    let name = id.as_deref().and_then(|id| snap.names.container(id)).map(str::to_owned);
-                    pods_without::UncoveredContainer { id, name, cgroup: c.cgroup.clone(), hooks: vec![] }
-                })
-                .collect(),
-        });
+    f.interfaces = interfaces.iter().map(InterfaceRef::of).collect();
+    f.pods.extend(pod_named(snap, &p.pod_uid));
+    f
+}
+
+/// The most pods and interfaces one node-level finding lists (`count` has
+/// them all).
+const NODE_SHOWN: usize = 16;
+
+/// One finding for the node: its configuration says it runs `owner`'s
+/// datapath, no pod carries it and its agent is not running.
+fn node_finding(cx: &Ctx<'_>, owner: Owner, said: &str, outside: &[(&PodNet, When)]) -> Finding {
+    let snap = cx.snap;
+    let title = owner.title();
+    let n = outside.len();
+    let message = format!(
+        "{said}, but no pod's interface carries {title}'s per-endpoint programs ({} on what a pod sends) and {title}'s agent is not running: the {n} pod{} with an interface of {} own {} outside {title}'s datapath (no policy, load balancing or encryption from {title}).",
+        entry_program(owner),
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "its" } else { "their" },
+        if n == 1 { "is" } else { "are" },
+    );
+    let remediation = format!(
+        "find why {title}'s agent is not running on this node (its pod's status and logs: `kubectl -n kube-system get pods -o wide --field-selector spec.nodeName=<node>`). Once it runs, cgaudit names each pod it does not manage: delete those (not a container restart) so that they are made again under {title}. If {title} is not meant to run here, the node's CNI configuration is stale: remove it."
+    );
+    let mut f = Finding::new(Kind::PodOutsideDatapath, Severity::Warning, message, remediation);
+    f.owner = Some(owner);
+    f.count = Some(n as u64);
+    for (p, _) in outside.iter().take(NODE_SHOWN) {
+        if let Net::Interfaces { interfaces } = &p.net {
+            f.interfaces.extend(interfaces.iter().map(InterfaceRef::of));
+        }
+        f.pods.extend(pod_named(snap, &p.pod_uid));
     }
     f
+}
+
+/// A pod and its containers, named like those of pods_without_socket_lb.
+fn pod_named(snap: &Snapshot, uid: &str) -> Option<pods_without::UncoveredPod> {
+    let pod = snap.pods.iter().find(|q| q.pod_uid == uid)?;
+    let named = snap.names.pod(&pod.pod_uid, None);
+    Some(pods_without::UncoveredPod {
+        uid: pod.pod_uid.clone(),
+        namespace: named.map(|n| n.namespace.clone()),
+        name: named.map(|n| n.name.clone()),
+        cgroup: pod.cgroup.clone(),
+        hooks: vec![],
+        containers: pod
+            .containers
+            .iter()
+            .map(|c| {
+                let id = attribute(&c.cgroup).container_id;
+                let name = id.as_deref().and_then(|id| snap.names.container(id)).map(str::to_owned);
+                pods_without::UncoveredContainer { id, name, cgroup: c.cgroup.clone(), hooks: vec![] }
+            })
+            .collect(),
+    })
 }
 
 /// An interface a finding is about.
@@ -187,10 +251,17 @@ pub struct InterfaceRef {
     pub driver: String,
 }
 
+impl InterfaceRef {
+    fn of(i: &crate::iface::Interface) -> InterfaceRef {
+        InterfaceRef { name: i.name.clone(), ifindex: i.ifindex, driver: i.driver.clone() }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixtures::*;
+    use crate::iface::config::Configured;
     use crate::iface::{AgentStart, IfHook, Interface, PodNetworks, Via};
 
     const NOW: u64 = 1_000_000;
@@ -304,5 +375,47 @@ mod tests {
     fn without_the_agent_running_it_is_a_warning() {
         let s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![])], None);
         assert_eq!(judged(&s), [("b".to_owned(), Severity::Warning)]);
+    }
+
+    fn configured(s: &mut Snapshot, source: &str) {
+        s.pod_networks.configured.push(Configured { owner: Owner::Cilium, source: source.into() });
+    }
+
+    /// The node's CNI configuration names Cilium, its agent is not running
+    /// and no pod carries its programs: one finding for the node, not one
+    /// per pod; young pods are not counted yet.
+    #[test]
+    fn a_configured_datapath_that_no_pod_carries_without_its_agent_is_one_node_finding() {
+        let mut s =
+            node_with(vec![pod("a", NOW - 3600, vec![]), pod("b", NOW - 600, vec![]), pod("c", NOW - 5, vec![])], None);
+        assert!(judged(&s).is_empty(), "nothing says the node runs a datapath");
+        configured(&mut s, "/etc/cni/net.d/05-cilium.conflist names the cilium-cni plugin");
+        assert_eq!(datapaths(&s), [Owner::Cilium]);
+        let found: Vec<Finding> =
+            evaluate(&s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect();
+        let [f] = &found[..] else { panic!("one node finding: {found:?}") };
+        assert_eq!((f.severity, f.pod_uid.as_deref(), f.count), (Severity::Warning, None, Some(2)));
+        assert!(
+            f.message.starts_with("/etc/cni/net.d/05-cilium.conflist names the cilium-cni plugin, but no pod"),
+            "{}",
+            f.message
+        );
+        assert!(f.remediation.contains("not running"), "{}", f.remediation);
+        assert_eq!(f.interfaces.len(), 2);
+    }
+
+    /// Its agent runs and no pod carries its programs: every pod that
+    /// started before it, or is past the grace, is named.
+    #[test]
+    fn a_running_agent_whose_programs_no_pod_carries_names_each_pod() {
+        let mut s = node_with(vec![pod("a", NOW - 3600, vec![]), pod("b", NOW - 5, vec![])], Some(NOW - 60));
+        configured(&mut s, "cilium-agent runs (pid 7)");
+        assert_eq!(judged(&s), [("a".to_owned(), Severity::Critical)]);
+        let f = evaluate(&s, &Policy::default()).into_iter().find(|f| f.kind == Kind::PodOutsideDatapath).unwrap();
+        assert!(
+            f.message.contains("which no pod on this node carries although cilium-agent runs (pid 7)"),
+            "{}",
+            f.message
+        );
     }
 }

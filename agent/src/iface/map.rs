@@ -88,7 +88,6 @@ mod tests {
             name: name.into(),
             driver: driver.into(),
             peer_nsid: nsid,
-            peer_ifindex: nsid.map(|_| 2),
             netkit_primary: (driver == "netkit").then_some(true),
             xdp_prog_id: None,
         }

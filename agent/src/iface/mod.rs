@@ -20,6 +20,7 @@
 //! joins one.
 
 pub mod cls_bpf;
+pub mod config;
 pub mod map;
 pub mod netlink;
 
@@ -45,6 +46,9 @@ pub struct PodNetworks {
     pub read_at: u64,
     /// When each owner's agent process started.
     pub agents: Vec<AgentStart>,
+    /// The per-endpoint datapaths the node's configuration says it runs
+    /// (its running agents', its CNI configuration).
+    pub configured: Vec<config::Configured>,
     pub pods: Vec<PodNet>,
     /// Host interfaces the link dump described in a way that could not be
     /// decoded (a name that is not UTF-8): left out, counted.
@@ -225,8 +229,15 @@ pub enum Via {
 const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Reads every pod's network. `root` is the audited cgroup root (the pods'
-/// cgroups are read through it), `proc` the node's `/proc`.
-pub fn read(pods: &[PodCgroup], agents: &[AgentProcess], root: BorrowedFd<'_>, proc: &Path) -> PodNetworks {
+/// cgroups are read through it), `proc` the node's `/proc`, `cni_conf` the
+/// node's CNI configuration directory (inside PID 1's root).
+pub fn read(
+    pods: &[PodCgroup],
+    agents: &[AgentProcess],
+    root: BorrowedFd<'_>,
+    proc: &Path,
+    cni_conf: &Path,
+) -> PodNetworks {
     let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     // No pods, nothing to read (nor any reason to say it could not be).
     if pods.is_empty() {
@@ -242,6 +253,7 @@ pub fn read(pods: &[PodCgroup], agents: &[AgentProcess], root: BorrowedFd<'_>, p
         Err(e) => return PodNetworks::failed(format!("fstat {}: {e}", host_path.display()), read_at),
     };
     let boot = boot_time(proc);
+    let configured = config::read(agents, proc, cni_conf);
     let agents: Vec<AgentStart> = agents
         .iter()
         .filter(|a| a.privileged)
@@ -315,9 +327,15 @@ pub fn read(pods: &[PodCgroup], agents: &[AgentProcess], root: BorrowedFd<'_>, p
         .join()
     });
     match joined {
-        Ok(Ok((pods, links_undecodable))) => {
-            PodNetworks { error: None, read_at, agents, pods, links_undecodable, had_programs: Default::default() }
-        }
+        Ok(Ok((pods, links_undecodable))) => PodNetworks {
+            error: None,
+            read_at,
+            agents,
+            configured,
+            pods,
+            links_undecodable,
+            had_programs: Default::default(),
+        },
         Ok(Err(e)) => PodNetworks::failed(e, read_at),
         Err(_) => PodNetworks::failed("the interface reader panicked".into(), read_at),
     }

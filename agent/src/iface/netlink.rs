@@ -54,10 +54,8 @@ pub struct Link {
     /// empty for a device without one (a physical NIC, loopback).
     pub driver: String,
     /// For a pair whose other end is in another network namespace: that
-    /// namespace's id here (`IFLA_LINK_NETNSID`), and the other end's
-    /// index there (`IFLA_LINK`).
+    /// namespace's id here (`IFLA_LINK_NETNSID`).
     pub peer_nsid: Option<i32>,
-    pub peer_ifindex: Option<u32>,
     /// netkit: whether this is the pair's primary (its programs are read
     /// through the primary only).
     pub netkit_primary: Option<bool>,
@@ -264,14 +262,12 @@ fn link(l: &LinkMessage) -> Link {
         name: String::new(),
         driver: String::new(),
         peer_nsid: None,
-        peer_ifindex: None,
         netkit_primary: None,
         xdp_prog_id: None,
     };
     for a in &l.attributes {
         match a {
             LinkAttribute::IfName(n) => out.name = n.clone(),
-            LinkAttribute::Link(i) => out.peer_ifindex = Some(*i),
             LinkAttribute::LinkNetNsId(id) => out.peer_nsid = Some(*id),
             LinkAttribute::Xdp(x) => {
                 out.xdp_prog_id = x.iter().find_map(|x| match x {
@@ -295,10 +291,6 @@ fn link(l: &LinkMessage) -> Link {
             }
             _ => {}
         }
-    }
-    // Only a pair across namespaces has a peer elsewhere.
-    if out.peer_nsid.is_none() {
-        out.peer_ifindex = None;
     }
     out
 }

@@ -132,7 +132,18 @@ impl Report {
             let names: Vec<&str> = hooks.into_iter().map(AttachType::name).collect();
             s.push_str(&format!(": {owner}{}", names.join(",")));
         }
-        if f.kind == findings::Kind::PodsWithoutSocketLb {
+        // pod_outside_datapath: the owner and the pod's interface, or for
+        // the node's one finding, its pods.
+        if f.kind == findings::Kind::PodOutsideDatapath {
+            let owner = f.owner.map_or("unknown", Owner::as_str);
+            match f.interfaces.first() {
+                Some(i) if f.pod_uid.is_some() => s.push_str(&format!(": {owner} not on {}", i.name)),
+                _ => s.push_str(&format!(": {owner} down")),
+            }
+        }
+        if f.kind == findings::Kind::PodsWithoutSocketLb
+            || (f.kind == findings::Kind::PodOutsideDatapath && f.pod_uid.is_none())
+        {
             let names: Vec<String> = f
                 .pods
                 .iter()
@@ -239,7 +250,14 @@ impl Report {
         if with.is_empty() {
             return;
         }
-        let owners: Vec<&str> = d.owners.iter().map(|o| o.as_str()).collect();
+        let owners: Vec<String> = d
+            .owners
+            .iter()
+            .map(|o| match d.configured.iter().find(|c| c.owner == *o) {
+                Some(c) => format!("{} ({})", o.as_str(), c.source),
+                None => o.as_str().to_owned(),
+            })
+            .collect();
         let host = d.pods.iter().filter(|p| p.net == Net::HostNetwork).count();
         let unread = d.pods.iter().filter(|p| matches!(p.net, Net::Unreadable { .. })).count();
         s.blank();
@@ -400,8 +418,24 @@ fn write_finding_group<'a>(s: &mut Lines, group: &'a [Finding], fixes: &mut Vec<
     if let Some(q) = f.qos {
         who.push(format!("qos {q}"));
     }
-    // A pod's finding (pod_outside_datapath): its containers, by name.
-    if f.kind == findings::Kind::PodOutsideDatapath
+    // A pod's finding (pod_outside_datapath): its containers, by name; the
+    // node's: its pods.
+    if f.kind == findings::Kind::PodOutsideDatapath && f.pod_uid.is_none() {
+        let pods: Vec<String> = f
+            .pods
+            .iter()
+            .map(|p| match (&p.namespace, &p.name) {
+                (Some(ns), Some(n)) => format!("{ns}/{n}"),
+                _ => p.uid.clone(),
+            })
+            .collect();
+        let more = f.count.unwrap_or(0).saturating_sub(pods.len() as u64);
+        who.push(format!(
+            "pods {}{}",
+            pods.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ));
+    } else if f.kind == findings::Kind::PodOutsideDatapath
         && let Some(p) = f.pods.first()
     {
         let named: Vec<&str> = p.containers.iter().filter_map(|c| c.name.as_deref()).collect();

@@ -89,14 +89,20 @@ fn calico(dir: &Path) -> Intent {
     let Some(environ) = read_capped(&dir.join("environ"), MAX_ENVIRON) else {
         return Intent::unknown("the agent's environment could not be read");
     };
-    let get = |key: &str| {
-        environ.split(|&b| b == 0).find_map(|kv| {
-            let v = kv.strip_prefix(key.as_bytes())?.strip_prefix(b"=")?;
-            std::str::from_utf8(v).ok().filter(|v| v.len() <= MAX_VALUE).map(str::to_owned)
-        })
-    };
-    let [bpf, ctlb, ctlb_legacy] = CALICO_KEYS.map(get);
+    let [bpf, ctlb, ctlb_legacy] = CALICO_KEYS.map(|key| env_value(&environ, key));
     calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref())
+}
+
+/// Variable `key` of process `pid`'s environment, if set to a short word.
+pub fn calico_env(proc: &Path, pid: u32, key: &str) -> Option<String> {
+    env_value(&read_capped(&proc.join(pid.to_string()).join("environ"), MAX_ENVIRON)?, key)
+}
+
+fn env_value(environ: &[u8], key: &str) -> Option<String> {
+    environ.split(|&b| b == 0).find_map(|kv| {
+        let v = kv.strip_prefix(key.as_bytes())?.strip_prefix(b"=")?;
+        std::str::from_utf8(v).ok().filter(|v| v.len() <= MAX_VALUE).map(str::to_owned)
+    })
 }
 
 /// Calico's connect-time LB from its environment (`None`: not set there;

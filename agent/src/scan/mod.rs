@@ -7,7 +7,7 @@
 
 pub mod deadline;
 pub mod host;
-mod in_root;
+pub(crate) mod in_root;
 pub mod intent;
 pub mod names;
 pub mod v1_net;
@@ -53,6 +53,8 @@ pub struct ScanOptions {
     pub tree_max: usize,
     /// `--nested-node`: PID 1's namespaces are a nested node's.
     pub nested_node: bool,
+    /// `--cni-conf-dir`: the node's CNI configuration, inside PID 1's root.
+    pub cni_conf_dir: PathBuf,
 }
 
 impl ScanOptions {
@@ -66,6 +68,7 @@ impl ScanOptions {
             walk: WalkMethod::default(),
             tree_max: 0,
             nested_node: false,
+            cni_conf_dir: PathBuf::from(crate::iface::config::CNI_CONF_DIR),
         }
     }
 }
@@ -245,7 +248,8 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
     let agents = host::agent_processes(&opts.proc, &budget, &mut errors);
     // The pods' second layer: the programs on their host-side interfaces.
-    let mut pod_networks = crate::iface::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc);
+    let mut pod_networks =
+        crate::iface::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir);
     // Full names only where the audit shows them: attached, linked and
     // pinned programs, and the sk_msg programs owners' agents hold (the
     // rules judge them by name).

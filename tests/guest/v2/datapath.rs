@@ -1,7 +1,8 @@
 //! Pods outside the CNI's datapath on each kernel of the matrix: pods whose
 //! veth pair is made as the `ptp` plugin makes it, a stand-in Cilium agent
 //! attaching its per-endpoint program as Cilium's loader does (legacy tc on
-//! every kernel, tcx where the kernel takes it), and the pods' own traffic.
+//! every kernel, tcx where the kernel takes it; a netkit pair's peer where
+//! the kernel makes netkit), and the pods' own traffic.
 //! What the host suite proves with containerd and the real plugin
 //! (tests/tests/suite/datapath.rs), here on 5.10, 6.1 and 6.12.
 
@@ -13,6 +14,7 @@ use serde_json::Value;
 const EARLY: &str = "1e0a1111-2222-4333-8444-000000000001";
 const WEB: &str = "1e0a1111-2222-4333-8444-000000000002";
 const API: &str = "1e0a1111-2222-4333-8444-000000000003";
+const EDGE: &str = "1e0a1111-2222-4333-8444-000000000004";
 
 #[test]
 fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
@@ -35,6 +37,21 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     let (web_how, web_prog) = cilium.attach("tc", &web.host);
     assert_eq!(web_how, "tc");
     let (how, api_prog) = cilium.attach("tcx", &api.host);
+    // A pod on a netkit pair, as Cilium's netkit mode makes them, where the
+    // kernel makes one (6.7+ with CONFIG_NETKIT): its program is on the
+    // primary, for what the peer sends.
+    let edge = match VethPod::netkit(&cgroup(EDGE), 4) {
+        Ok(pod) => {
+            let (nk_how, prog) = cilium.attach("netkit", &pod.host);
+            assert_eq!(nk_how, "netkit");
+            Some((pod, prog))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            eprintln!("this kernel makes no netkit pair: {e}");
+            None
+        }
+        Err(e) => panic!("make a netkit pair: {e}"),
+    };
 
     let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");
@@ -64,7 +81,17 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     assert_eq!(api_json["prog_id"], api_prog, "{api_json:#}");
     // The agent's verdict on tcx is what the attach found.
     assert_eq!(report["kernel_features"]["tcx"]["works"], how == "tcx", "{:#}", report["kernel_features"]);
-    guest::platform("datapath", if how == "tcx" { "tc, tcx" } else { "tc" });
+    if let Some((nk, prog)) = &edge {
+        let edge_json = &pod(EDGE)["interfaces"][0];
+        assert_eq!((&edge_json["name"], &edge_json["driver"]), (&nk.host.as_str().into(), &"netkit".into()));
+        let p = &edge_json["programs"][0];
+        assert_eq!((&p["hook"], &p["via"], &p["prog_id"]), (&"netkit_peer".into(), &"link".into(), &(*prog).into()));
+        assert_eq!(report["kernel_features"]["netkit"]["works"], true, "{:#}", report["kernel_features"]);
+    }
+    let mut read = vec!["tc"];
+    read.extend((how == "tcx").then_some("tcx"));
+    read.extend(edge.is_some().then_some("netkit"));
+    guest::platform("datapath", &read.join(", "));
 
     // The managed pods' packets run their endpoint's program; the other's
     // run none (the pods' own background packets, IPv6 neighbour discovery,
@@ -80,4 +107,9 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     let before = run_count(api_prog);
     send_from(api.pid, &api.gateway, 20);
     assert!(run_count(api_prog) >= before + 20, "api's packets ({how}) did not run its program");
+    if let Some((nk, prog)) = &edge {
+        let before = run_count(*prog);
+        send_from(nk.pid, &nk.gateway, 20);
+        assert!(run_count(*prog) >= before + 20, "edge's packets (netkit) did not run its program");
+    }
 }

@@ -185,6 +185,13 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     assert!(table.stdout.contains("pod_outside_datapath"), "{}", table.stdout);
     assert!(table.stdout.contains("POD INTERFACES (datapath: cilium"), "{}", table.stdout);
     assert!(table.stdout.contains(&web_veth) && table.stdout.contains("cil_from_container"), "{}", table.stdout);
+    // ... and node-problem-detector's line, as its shipped plugin runs it.
+    let npd = audit(&node, &["--output", "summary", "--fail-on", "critical"]);
+    assert_eq!(npd.code, 1, "{npd:?}");
+    let want = format!(
+        "PROBLEM (1 finding, 1 critical): pod_outside_datapath in pod kube-system/ebs-csi-node-x2v9q: cilium not on {early_veth}"
+    );
+    assert_eq!(npd.stdout.trim_end(), want, "{npd:?}");
 
     // Nothing on the node changed.
     assert_eq!(on_node_network(&node, "ip", &["netns", "list-id"]), ids_before, "a netns id was assigned");
@@ -226,6 +233,95 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
         .filter(|f| f["kind"] == "pod_outside_datapath" && f["pod_uid"] != fresh.uid.as_str())
         .collect();
     assert!(judged.is_empty(), "the recreated pod is in the datapath: {judged:#?}");
+}
+
+/// Cilium's CNI configuration as its agent writes it on the node.
+const CILIUM_CONFLIST: &str = r#"{"cniVersion":"0.3.1","name":"cilium","plugins":[{"type":"cilium-cni","enable-debug":false,"log-file":"/var/run/cilium/cilium-cni.log"}]}"#;
+
+fn outside(report: &Value) -> Vec<&Value> {
+    report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "pod_outside_datapath").collect()
+}
+
+/// A node whose CNI configuration names Cilium while its agent is down and
+/// no pod carries its programs (the datapath never came up): one finding
+/// for the node, not one per pod. With ptp's configuration alone it has no
+/// eBPF datapath and nothing is judged. Once the agent runs, each pod that
+/// started before it is named, critical.
+#[test]
+fn a_node_configured_for_cilium_whose_agent_is_down_is_one_finding() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    // Cilium's CNI configuration, in a directory of the node's own
+    // (containerd's, ptp's, is left as it is).
+    let dir = node.node.path("/run/cni/cilium.d");
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::write(dir.join("05-cilium.conflist"), CILIUM_CONFLIST).expect("write the conflist");
+    std::fs::write(dir.join("10-cgaudit-pods.conflist"), r#"{"name":"pods","plugins":[{"type":"ptp"}]}"#).unwrap();
+
+    // The daemon, started on the node before it has pods: the pods are read
+    // as they start and judged as their grace ends.
+    let root = node.audit_args().last().unwrap().clone();
+    let daemon = Daemon::start_via(
+        node.node.command(&agent_bin(), &[]),
+        &["--cgroup-root", &root, "--interval", "1h", "--endpoint-grace", "2s", "--cni-conf-dir", "/run/cni/cilium.d"],
+    );
+    let made = std::time::Instant::now();
+    let dns = pod_with(&mut node, "kube-system", "coredns-5d78c9869d-qk2x4", false);
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    let by_owner = r#"cgaudit_findings_by_owner{kind="pod_outside_datapath",severity="warning",owner="cilium"}"#;
+    let seen = wait_until(std::time::Duration::from_secs(15), || daemon.metric(by_owner) == Some(1.0));
+    assert!(seen, "no {by_owner} within 15 s:\n{}\n{}", daemon.get("/metrics").1, daemon.logs());
+    eprintln!("the node's finding came {:?} after its first pod was made (grace 2 s)", made.elapsed());
+    drop(daemon);
+
+    // The CNI configuration the runtime uses here: ptp's.
+    let plain = audit(&node, &["--endpoint-grace", "0s", "--cni-conf-dir", "/run/cni/net.d"]).json();
+    assert_eq!(plain["datapath"]["owners"], serde_json::json!([]), "{:#}", plain["datapath"]);
+    assert!(outside(&plain).is_empty(), "no eBPF datapath, nothing outside it: {:#?}", outside(&plain));
+
+    // Cilium's: the node is configured for Cilium's datapath.
+    let args = ["--endpoint-grace", "0s", "--cni-conf-dir", "/run/cni/cilium.d"];
+    let run = audit(&node, &args);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    assert_eq!(report["datapath"]["owners"], serde_json::json!(["cilium"]), "{:#}", report["datapath"]);
+    let source = "/run/cni/cilium.d/05-cilium.conflist names the cilium-cni plugin";
+    assert_eq!(report["datapath"]["configured"][0]["source"], source, "{:#}", report["datapath"]);
+    let found = outside(&report);
+    let [f] = found[..] else { panic!("one finding for the node: {found:#?}") };
+    assert_eq!((&f["severity"], &f["pod_uid"], &f["count"]), (&"warning".into(), &Value::Null, &2.into()), "{f:#}");
+    let mut uids: Vec<&str> = f["pods"].as_array().unwrap().iter().filter_map(|p| p["uid"].as_str()).collect();
+    uids.sort();
+    let mut want = vec![dns.uid.as_str(), web.uid.as_str()];
+    want.sort();
+    assert_eq!(uids, want, "{f:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.starts_with(source) && message.contains("agent is not running"), "{message}");
+    let summary =
+        audit(&node, &["--output", "summary", "--endpoint-grace", "0s", "--cni-conf-dir", "/run/cni/cilium.d"]);
+    let line = summary.stdout.trim_end();
+    assert!(line.starts_with("PROBLEM (1 finding, 0 critical): pod_outside_datapath: cilium down: 2 pods ("), "{line}");
+    assert!(line.contains("kube-system/coredns-5d78c9869d-qk2x4") && line.contains("shop/web-0"), "{line}");
+    let table = audit(&node, &["--output", "table", "--endpoint-grace", "0s", "--cni-conf-dir", "/run/cni/cilium.d"]);
+    eprintln!("{}", table.stdout);
+    assert!(table.stdout.contains("    where: pods "), "{}", table.stdout);
+
+    // Its agent comes up: the pods that started before it are each named.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let _cilium = EndpointAgent::start(&node);
+    let report = audit(&node, &args).json();
+    let found = outside(&report);
+    let mut named: Vec<(&str, &str)> =
+        found.iter().map(|f| (f["pod_uid"].as_str().unwrap_or("-"), f["severity"].as_str().unwrap())).collect();
+    named.sort();
+    let mut want: Vec<(&str, &str)> = vec![(dns.uid.as_str(), "critical"), (web.uid.as_str(), "critical")];
+    want.sort();
+    assert_eq!(named, want, "{found:#?}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(message.contains("which no pod on this node carries although cilium-agent runs"), "{message}");
+    assert!(message.contains("started before Cilium's agent"), "{message}");
 }
 
 /// The daemon: the pod that started before the CNI's agent is a series and

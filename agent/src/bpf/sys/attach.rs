@@ -70,8 +70,9 @@ pub fn cgroup_link_create(cgroup: BorrowedFd<'_>, prog: BorrowedFd<'_>, attach_t
     unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
 }
 
-/// `BPF_LINK_CREATE` of a tcx link (6.6) on interface `ifindex` of the
-/// calling thread's network namespace, at the end of the hook's programs.
+/// `BPF_LINK_CREATE` of a tcx link (6.6), or a netkit one (6.7: the same
+/// attributes), on interface `ifindex` of the calling thread's network
+/// namespace, at the end of the hook's programs.
 pub fn tcx_link_create(ifindex: u32, prog: BorrowedFd<'_>, attach_type: u32) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.link_create.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;

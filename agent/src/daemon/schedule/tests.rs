@@ -259,6 +259,35 @@ fn the_pods_interfaces_are_read_every_five_seconds_while_there_are_pods() {
     assert!(!s.interfaces_due(t(60_000)));
 }
 
+/// A pod that starts on a node that had none is read a second after its
+/// cgroup appears, every 5 s from then on, and once more as its grace
+/// ends: its verdict is not up to 5 s late. Pods starting within the same
+/// second share that read.
+#[test]
+fn a_new_pod_is_read_as_it_starts_and_as_its_grace_ends() {
+    let mut s = after_startup(false, false);
+    s.pods_seen(t(0), false);
+    assert!(!s.interfaces_due(t(60_000)), "no pods");
+    let grace = Duration::from_secs(30);
+    s.pod_started(t(60_000), grace);
+    s.pod_started(t(60_400), grace);
+    assert_eq!(s.next(t(60_400)), Next::Wait(ms(600)));
+    assert!(!s.interfaces_due(t(60_999)) && s.interfaces_due(t(61_000)));
+    for at in [66_000, 71_000, 76_000, 81_000, 86_000] {
+        assert!(s.interfaces_due(t(at)), "every 5 s: {at}");
+    }
+    // The grace ends at 90 s: one read at 91 s, between 86 s and 96 s.
+    assert_eq!(s.next(t(86_000)), Next::Wait(ms(5000)));
+    assert!(!s.interfaces_due(t(90_999)) && s.interfaces_due(t(91_000)));
+    assert!(!s.interfaces_due(t(91_400)), "the second pod's grace ends within that read's second");
+    // The next pod's first read comes before the 5 s read at 96 s.
+    s.pod_started(t(92_000), grace);
+    assert!(!s.interfaces_due(t(92_999)) && s.interfaces_due(t(93_000)));
+    // Without pods at a full pass, no read waits.
+    s.pods_seen(t(94_000), false);
+    assert!(!s.interfaces_due(t(200_000)));
+}
+
 #[test]
 fn the_sweep_brought_forward_is_never_sooner_than_two_seconds_after_the_last() {
     let mut s = after_startup(false, true);

@@ -229,10 +229,11 @@ impl Worker {
                 let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
                 let Ok(root) = root.try_clone() else { return false };
                 let snap = picture.snapshot();
-                let (pods, agents, proc) = (snap.pods.clone(), snap.agents.clone(), self.config.scan.proc.clone());
+                let (pods, agents) = (snap.pods.clone(), snap.agents.clone());
+                let (proc, cni_conf) = (self.config.scan.proc.clone(), self.config.scan.cni_conf_dir.clone());
                 let spawned = std::thread::Builder::new()
                     .name("interfaces".into())
-                    .spawn(move || crate::iface::read(&pods, &agents, root.as_fd(), &proc));
+                    .spawn(move || crate::iface::read(&pods, &agents, root.as_fd(), &proc, &cni_conf));
                 match spawned {
                     Ok(job) => {
                         self.interfaces_job = Some(job);
@@ -259,6 +260,8 @@ impl Worker {
         let waiting = nets.pods.iter().any(|p| p.started.is_some_and(|s| nets.read_at.saturating_sub(s) <= grace));
         let Some(picture) = self.picture.as_mut() else { return false };
         let changed = picture.set_pod_networks(nets);
+        // A young pod's verdict comes with time, on a node with a datapath.
+        let waiting = waiting && !crate::findings::outside_datapath::datapaths(picture.last()).is_empty();
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         changed || waiting
     }
@@ -406,7 +409,7 @@ impl Worker {
                     self.ask_full_pass(Trigger::Unplaced);
                 }
                 for id in tree.made {
-                    self.schedule.new_cgroup(Instant::now(), id);
+                    self.cgroup_made(id);
                 }
                 let Some(picture) = self.picture.as_mut() else { return judge };
                 let mut differ = picture.differing(&sweep.attached);

@@ -1,0 +1,122 @@
+//! Which per-endpoint eBPF datapath the node is configured for, said by
+//! configuration rather than seen on an interface: what makes a node
+//! whose pods carry none of the programs a node with a datapath (every
+//! pod outside it) rather than a node without one.
+//! - Cilium's datapath is per-endpoint in every mode (veth, netkit,
+//!   chaining). Its agent running, taken for Cilium's (privileged), says
+//!   so; when it is not running, the node's CNI configuration naming the
+//!   `cilium-cni` plugin does.
+//! - Calico's is per-endpoint only with its eBPF dataplane:
+//!   `FELIX_BPFENABLED=true` in its running agent's environment. Its CNI
+//!   configuration does not say which dataplane runs.
+//!
+//! The CNI configuration is the one the runtime uses: the first `.conf`,
+//! `.conflist` or `.json` file by name in `--cni-conf-dir` (libcni's order;
+//! containerd and CRI-O load that one), read inside PID 1's root so that a
+//! link in it cannot lead out.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
+use serde::Serialize;
+
+use crate::owner::Owner;
+use crate::snapshot::AgentProcess;
+
+/// Where the kubelet's runtime reads the node's CNI configuration by
+/// default (inside PID 1's root; `--cni-conf-dir`).
+pub const CNI_CONF_DIR: &str = "/etc/cni/net.d";
+/// A CNI configuration is a few hundred bytes: larger is not read.
+const MAX_CONF: u64 = 64 << 10;
+
+/// An owner's per-endpoint datapath, and what said so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Configured {
+    pub owner: Owner,
+    /// e.g. `cilium-agent runs (pid 812)`, or
+    /// `/etc/cni/net.d/05-cilium.conflist names the cilium-cni plugin`.
+    pub source: String,
+}
+
+/// What the node's agents and CNI configuration say (`proc`: the node's
+/// `/proc`; `cni_conf`: the CNI configuration directory in PID 1's root).
+pub fn read(agents: &[AgentProcess], proc: &Path, cni_conf: &Path) -> Vec<Configured> {
+    let mut out = Vec::new();
+    for a in agents.iter().filter(|a| a.privileged) {
+        let source = match a.owner {
+            Owner::Cilium => Some(format!("{} runs (pid {})", a.comm, a.pid)),
+            Owner::Calico => crate::scan::intent::calico_env(proc, a.pid, "FELIX_BPFENABLED")
+                .filter(|v| v.eq_ignore_ascii_case("true"))
+                .map(|v| format!("FELIX_BPFENABLED={v} in {}'s environment (pid {})", a.comm, a.pid)),
+            _ => None,
+        };
+        if let Some(source) = source.filter(|_| !out.iter().any(|c: &Configured| c.owner == a.owner)) {
+            out.push(Configured { owner: a.owner, source });
+        }
+    }
+    if !out.iter().any(|c| c.owner == Owner::Cilium)
+        && let Some((file, types)) = cni_config(proc, cni_conf)
+        && types.iter().any(|t| t == "cilium-cni")
+    {
+        let source = format!("{} names the cilium-cni plugin", cni_conf.join(file).display());
+        out.push(Configured { owner: Owner::Cilium, source });
+    }
+    out
+}
+
+/// The node's CNI configuration file (its name) and the plugin types it
+/// names, if it can be read.
+fn cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
+    let root: OwnedFd =
+        rustix::fs::open(proc.join("1/root"), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .ok()?;
+    let dir = dir.to_str()?.trim_start_matches('/');
+    let file = first_conf(crate::scan::in_root::list(root.as_fd(), dir))?;
+    let text = crate::scan::in_root::read(root.as_fd(), &format!("{dir}/{file}"), MAX_CONF)?;
+    Some((file.clone(), plugin_types(&text)?))
+}
+
+/// The file the runtime loads: the first by name with a CNI extension.
+pub fn first_conf(mut names: Vec<String>) -> Option<String> {
+    names.retain(|n| [".conf", ".conflist", ".json"].iter().any(|e| n.ends_with(e)));
+    names.sort();
+    names.into_iter().next()
+}
+
+/// The plugin types a network configuration (`.conf`) or list
+/// (`.conflist`) names; `None` if it is not one.
+pub fn plugin_types(text: &[u8]) -> Option<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_slice(text).ok()?;
+    let ty = |p: &serde_json::Value| p.get("type").and_then(|t| t.as_str()).map(str::to_owned);
+    match v.get("plugins") {
+        Some(serde_json::Value::Array(plugins)) => Some(plugins.iter().filter_map(ty).collect()),
+        _ => Some(vec![ty(&v)?]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_loads_the_first_file_by_name() {
+        let names = ["10-aws.conflist", "05-cilium.conflist", "00-readme.txt", "99-loopback.conf"];
+        assert_eq!(first_conf(names.map(String::from).to_vec()).as_deref(), Some("05-cilium.conflist"));
+        assert_eq!(first_conf(vec!["cni.conf.bak".into()]), None);
+    }
+
+    /// Cilium's own list, its chaining on another CNI, and a plain `.conf`.
+    #[test]
+    fn plugin_types_come_from_a_list_or_a_single_network() {
+        let cilium =
+            br#"{"cniVersion":"0.3.1","name":"cilium","plugins":[{"type":"cilium-cni","enable-debug":false}]}"#;
+        assert_eq!(plugin_types(cilium), Some(vec!["cilium-cni".to_owned()]));
+        let chained = br#"{"name":"aws-cni","plugins":[{"type":"aws-cni"},{"type":"egress-cni"},{"type":"portmap"},{"type":"cilium-cni"}]}"#;
+        assert_eq!(plugin_types(chained).unwrap().last().map(String::as_str), Some("cilium-cni"));
+        let single = br#"{"cniVersion":"1.0.0","name":"pods","type":"ptp","ipam":{"type":"host-local"}}"#;
+        assert_eq!(plugin_types(single), Some(vec!["ptp".to_owned()]));
+        assert_eq!(plugin_types(b"not json"), None);
+        assert_eq!(plugin_types(br#"{"name":"x"}"#), None);
+    }
+}
