@@ -113,7 +113,11 @@ pub fn agent(s: &mut Snapshot, owner: Owner) -> &mut AgentProcess {
 /// configuration says `socket_lb`.
 pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut AgentProcess {
     let a = agent(s, Owner::Cilium);
-    a.intent = Intent { socket_lb, evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into() };
+    a.intent = Intent {
+        socket_lb,
+        evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into(),
+        bpf_dataplane: None,
+    };
     a
 }
 

@@ -146,11 +146,16 @@ pub struct Intent {
     /// e.g. `kube-proxy-replacement=true (in /tmp/cilium/config-map)`, or
     /// why nothing could be read.
     pub evidence: String,
+    /// Calico's `FELIX_BPFENABLED`, as its agent's environment set it when
+    /// the agents were read (`None`: not Calico's, or not set): whether
+    /// its per-endpoint eBPF datapath runs (`iface::config`).
+    #[serde(skip)]
+    pub bpf_dataplane: Option<bool>,
 }
 
 impl Intent {
     pub fn unknown(why: impl Into<String>) -> Intent {
-        Intent { socket_lb: SocketLb::Unknown, evidence: why.into() }
+        Intent { socket_lb: SocketLb::Unknown, evidence: why.into(), bpf_dataplane: None }
     }
 }
 

@@ -46,9 +46,10 @@ pub fn read(agents: &[AgentProcess], proc: &Path, cni_conf: &Path) -> Vec<Config
     for a in agents.iter().filter(|a| a.privileged) {
         let source = match a.owner {
             Owner::Cilium => Some(format!("{} runs (pid {})", a.comm, a.pid)),
-            Owner::Calico => crate::scan::intent::calico_env(proc, a.pid, "FELIX_BPFENABLED")
-                .filter(|v| v.eq_ignore_ascii_case("true"))
-                .map(|v| format!("FELIX_BPFENABLED={v} in {}'s environment (pid {})", a.comm, a.pid)),
+            // As the agents' read found it (under its deadline), not read
+            // again here: the pid may be another process's by now.
+            Owner::Calico => (a.intent.bpf_dataplane == Some(true))
+                .then(|| format!("FELIX_BPFENABLED=true in {}'s environment (pid {})", a.comm, a.pid)),
             _ => None,
         };
         if let Some(source) = source.filter(|_| !out.iter().any(|c: &Configured| c.owner == a.owner)) {

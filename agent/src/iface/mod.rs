@@ -342,7 +342,8 @@ pub fn read(
 }
 
 /// The most processes of one pod read for its network namespaces, and the
-/// most namespaces of one pod looked up: a pod makes as many as it likes.
+/// most namespaces of one pod looked up (those of its oldest processes): a
+/// pod makes as many as it likes.
 const PROCESSES_READ: usize = 64;
 const NAMESPACES_MAX: usize = 8;
 
@@ -358,25 +359,41 @@ fn pod_netns(
     boot: Option<u64>,
     namespaces: &mut BTreeMap<u64, u32>,
 ) -> (NetnsProbe, Vec<u64>, Option<u64>) {
-    let cgroups = pod.containers.iter().map(|c| (c.cgroup_id, c.cgroup.as_str()));
+    // The containers the runtime made (the pod cgroup's children, its
+    // sandbox's among them) before any cgroup a container made below its
+    // own, and a share of the processes read for each: a container cannot
+    // crowd the sandbox's process out with cgroups or processes of its own.
+    let depth = |c: &&crate::snapshot::ContainerCgroup| c.cgroup.matches('/').count();
+    let mut containers: Vec<&crate::snapshot::ContainerCgroup> = pod.containers.iter().collect();
+    containers.sort_by_key(depth);
+    let cgroups: Vec<(u64, &str)> = containers
+        .iter()
+        .map(|c| (c.cgroup_id, c.cgroup.as_str()))
+        .chain([(pod.cgroup_id, pod.cgroup.as_str())])
+        .collect();
+    let share = (PROCESSES_READ / cgroups.len()).max(1);
     let mut pids = Vec::new();
-    for (id, path) in cgroups.chain([(pod.cgroup_id, pod.cgroup.as_str())]) {
-        pids.extend(processes(root, id, path, PROCESSES_READ - pids.len()));
+    for (id, path) in cgroups {
         if pids.len() >= PROCESSES_READ {
             break;
         }
+        pids.extend(processes(root, id, path, share.min(PROCESSES_READ - pids.len())));
     }
-    let (mut seen, mut host, mut started, mut error) = (BTreeMap::new(), false, None::<u64>, None);
+    // Each namespace by its inode: its oldest process read, by start (in
+    // clock ticks; unknown: last) then pid.
+    let (mut seen, mut host, mut started, mut error) = (BTreeMap::<u64, (u64, u32)>::new(), false, None::<u64>, None);
     for pid in pids {
         let ns_path = proc.join(pid.to_string()).join("ns/net");
         match std::fs::metadata(&ns_path) {
             Ok(st) => {
+                let ticks = process_start_ticks(proc, pid);
+                let t = boot.zip(ticks).map(|(b, t)| b + t / procfs::ticks_per_second());
                 if st.ino() == host_ino {
                     host = true;
                 } else {
-                    seen.entry(st.ino()).or_insert(pid);
+                    let at = seen.entry(st.ino()).or_insert((u64::MAX, pid));
+                    *at = (*at).min((ticks.unwrap_or(u64::MAX), pid));
                 }
-                let t = boot.and_then(|b| process_start(proc, pid).map(|s| b + s));
                 started = match (started, t) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -387,10 +404,16 @@ fn pod_netns(
             Err(e) => error = Some(format!("stat {}: {e}", ns_path.display())),
         }
     }
+    // More namespaces than are looked up: those of its oldest processes
+    // (its sandbox's process is the first it had; no process of a
+    // container is older).
+    if seen.len() > NAMESPACES_MAX {
+        let mut by_age: Vec<(u64, (u64, u32))> = seen.into_iter().collect();
+        by_age.sort_by_key(|(_, oldest)| *oldest);
+        seen = by_age.into_iter().take(NAMESPACES_MAX).collect();
+    }
+    let seen: BTreeMap<u64, u32> = seen.into_iter().map(|(ino, (_, pid))| (ino, pid)).collect();
     let probe = match (seen.len(), host, error) {
-        (n, _, _) if n > NAMESPACES_MAX => {
-            NetnsProbe::Unreadable(format!("its processes are in more than {NAMESPACES_MAX} network namespaces"))
-        }
         (0, true, _) => NetnsProbe::Host,
         (0, false, Some(e)) => NetnsProbe::Unreadable(e),
         (0, false, None) => NetnsProbe::NoProcess,
@@ -450,8 +473,13 @@ fn boot_time(proc: &Path) -> Option<u64> {
 
 /// How long after boot process `pid` started, in seconds.
 fn process_start(proc: &Path, pid: u32) -> Option<u64> {
+    process_start_ticks(proc, pid).map(|t| t / procfs::ticks_per_second())
+}
+
+/// How long after boot process `pid` started, in clock ticks.
+fn process_start_ticks(proc: &Path, pid: u32) -> Option<u64> {
     let stat = procfs::process::Process::new_with_root(proc.join(pid.to_string())).ok()?.stat().ok()?;
-    Some(stat.starttime / procfs::ticks_per_second())
+    Some(stat.starttime)
 }
 
 /// The programs on one interface's hooks.

@@ -72,7 +72,7 @@ pub fn cilium_intent(kpr: Option<&str>, sock: Option<&str>, hostns: Option<&str>
         (Some(false), Some(false), _) | (Some(false), None, _) | (None, Some(false), _) => SocketLb::Off,
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence }
+    Intent { socket_lb, evidence, bpf_dataplane: None }
 }
 
 /// `--config-dir=X` or `--config-dir X` in a NUL-separated command line.
@@ -91,11 +91,6 @@ fn calico(dir: &Path) -> Intent {
     };
     let [bpf, ctlb, ctlb_legacy] = CALICO_KEYS.map(|key| env_value(&environ, key));
     calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref())
-}
-
-/// Variable `key` of process `pid`'s environment, if set to a short word.
-pub fn calico_env(proc: &Path, pid: u32, key: &str) -> Option<String> {
-    env_value(&read_capped(&proc.join(pid.to_string()).join("environ"), MAX_ENVIRON)?, key)
 }
 
 fn env_value(environ: &[u8], key: &str) -> Option<String> {
@@ -129,7 +124,7 @@ pub fn calico_intent(bpf: Option<&str>, ctlb: Option<&str>, ctlb_legacy: Option<
         }
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence }
+    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes) }
 }
 
 /// The trimmed contents of `path` inside the root open at `root`: links

@@ -72,7 +72,10 @@ impl SeedNode {
         let mut node = Containerd::start_with_pod_network();
         let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
         if hider {
-            let spec = Spec { name: "hider", args: &["netns-pause"], caps: &["SYS_ADMIN"], ..Spec::default() };
+            // 70 processes, each in a network namespace of its own: more
+            // processes than are read of a pod, more namespaces than are
+            // looked up (the red team's second hiding place).
+            let spec = Spec { name: "hider", args: &["netns-pause", "70"], caps: &["SYS_ADMIN"], ..Spec::default() };
             node.run_container(&early, &spec);
         }
         let aws_node = pod_with(&mut node, "kube-system", "aws-node-7dfkq", true);
