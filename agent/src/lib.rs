@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cmd;
 pub(crate) mod coverage;
 pub(crate) mod daemon;
+pub(crate) mod event;
 pub mod features;
 pub(crate) mod findings;
 #[cfg(test)]

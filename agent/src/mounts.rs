@@ -119,13 +119,6 @@ impl Mount {
     }
 }
 
-/// The mount on top at `path` (others may be stacked below it): the one no
-/// other mount at the same point is mounted on.
-pub fn top_mount_at<'a>(mounts: &'a [Mount], path: &std::path::Path) -> Option<&'a Mount> {
-    let at: Vec<&Mount> = mounts.iter().filter(|m| m.mount_point == path).collect();
-    at.iter().copied().find(|m| !at.iter().any(|o| o.parent_id == m.mount_id))
-}
-
 /// The mount that hides `m` (the last one mounted over its mount point or
 /// over a directory above it, later than `m`), if one does: then what is at
 /// `m`'s path is that mount's, not `m`'s. A mount is later than `m` when it
@@ -275,20 +268,6 @@ mod tests {
         assert_eq!(m.mounts[4].root, fake, "the crafted name stays one field");
         use std::os::unix::ffi::OsStrExt;
         assert_eq!(m.mounts[6].mount_point.as_os_str().as_bytes(), b"/mnt/b\xffd", "bytes kept as they are");
-    }
-
-    #[test]
-    fn top_of_stacked_mounts_is_the_one_mounted_last_on_the_point() {
-        let text = "\
-27 1 254:0 / / rw - ext4 /dev/vda rw
-90 27 0:40 / /run rw - tmpfs tmpfs rw
-91 90 0:38 / /run/cilium/cgroupv2 rw - cgroup2 none rw
-92 91 0:38 /kubepods/pod1/ctr /run/cilium/cgroupv2 rw - cgroup2 none rw
-";
-        let m = parse_mountinfo(text.as_bytes()).mounts;
-        let top = top_mount_at(&m, std::path::Path::new("/run/cilium/cgroupv2")).unwrap();
-        assert_eq!(top.mount_id, 92);
-        assert!(top_mount_at(&m, std::path::Path::new("/run/calico/cgroup")).is_none());
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl<'a> Placement<'a> {
             let Some(parent) = self.stack.last() else {
                 self.out.errors.push(WalkError {
                     cgroup: shown(r.name).into_owned(),
-                    op: "walk".into(),
+                    op: "walk",
                     error: format!("cgroup {} came before its parent {}", r.id, r.parent),
                 });
                 return Seen::default();

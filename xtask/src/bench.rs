@@ -10,7 +10,7 @@ use crate::toolchain::{cargo, is_root, setup};
 use crate::{build, on_path, run, workspace_root};
 
 /// Runs the benchmark with `flags` (as `cargo xtask bench --help` lists them).
-pub(crate) fn bench(flags: &[String]) -> Result<()> {
+pub fn bench(flags: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the benchmark creates cgroups and attaches programs: run `cargo xtask bench` as root");
     }

@@ -72,7 +72,7 @@ pub fn helm() -> Result<PathBuf> {
 
 /// What the chart's tests use: kubernetes-validate from PyPI (it brings
 /// PyYAML) and helm (`helm.rs`).
-pub(crate) fn deploy_tools() -> Result<()> {
+pub fn deploy_tools() -> Result<()> {
     let have = Command::new("python3")
         .args(["-c", "import kubernetes_validate, yaml"])
         .output()

@@ -13,33 +13,17 @@
 //! - `cargo xtask image`: the multi-arch image, built offline with podman.
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
-//! One file per task: `runner` (test: host suite, then `guest` on each
-//! kernel of `kernels`; `platforms` writes docs/kernels.md's table), `dist`
-//! (dist, image), `bench`, and `toolchain` (what every task installs
-//! first). This file is the command line and its dispatch.
+//! This file is the command line and its dispatch; the tasks are in the
+//! library (lib.rs).
 
-mod arch;
-mod bench;
-mod dist;
-mod guest;
-mod helm;
-mod kernels;
-#[cfg(test)]
-mod layout;
-mod platforms;
-mod runner;
-mod tally;
-mod toolchain;
+use std::process::ExitCode;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-
-use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
-use crate::dist::{dist, image, push_image, repository};
-use crate::helm::deploy_tools;
-use crate::toolchain::{cargo, ebpf_toolchain, setup};
+use xtask::dist::{dist, image, push_image, repository};
+use xtask::helm::deploy_tools;
+use xtask::toolchain::{ebpf_toolchain, setup};
+use xtask::{audit, bench, build, runner};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "cgaudit project tasks")]
@@ -138,70 +122,6 @@ enum Task {
     /// Install what the build (nightly rust-src, bpf-linker) and the tests
     /// (Debian packages) need, if missing.
     Setup,
-}
-
-pub(crate) fn version() -> &'static str {
-    env!("CARGO_PKG_VERSION")
-}
-
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
-}
-
-/// Whether `tool` is on PATH (or, given as an absolute path, there).
-pub(crate) fn on_path(tool: &str) -> bool {
-    if Path::new(tool).is_absolute() {
-        return Path::new(tool).is_file();
-    }
-    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file())).unwrap_or(false)
-}
-
-pub(crate) fn run(cmd: &mut Command) -> Result<()> {
-    eprintln!("xtask: running {cmd:?}");
-    let started = std::time::Instant::now();
-    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
-    // Where a run's time goes (builds, test binaries), for keeping the
-    // whole suite inside CI's budget.
-    let took = started.elapsed();
-    if took >= std::time::Duration::from_secs(5) {
-        let program = cmd.get_program().to_string_lossy().into_owned();
-        let args: Vec<String> = cmd.get_args().take(4).map(|a| a.to_string_lossy().into_owned()).collect();
-        eprintln!(
-            "xtask: took {:.0} s: {} {}",
-            took.as_secs_f64(),
-            program.rsplit('/').next().unwrap_or(&program),
-            args.join(" ")
-        );
-    }
-    if !status.success() {
-        bail!("{cmd:?} failed: {status}");
-    }
-    Ok(())
-}
-
-pub(crate) fn output(cmd: &mut Command) -> Result<String> {
-    let out = cmd.output().with_context(|| format!("could not start {cmd:?}"))?;
-    if !out.status.success() {
-        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-pub(crate) fn build() -> Result<()> {
-    ebpf_toolchain()?;
-    run(cargo().args(["build", "--release", "--package", "agent"]))
-}
-
-fn audit(args: &[String]) -> Result<ExitCode> {
-    build()?;
-    let bin = workspace_root().join("target/release/agent");
-    let status = Command::new(&bin)
-        .arg("audit")
-        .args(args)
-        .status()
-        .with_context(|| format!("could not start {}", bin.display()))?;
-    // The agent's exit code is the result (0 OK, 1 problem, 2 unknown).
-    Ok(ExitCode::from(status.code().unwrap_or(2) as u8))
 }
 
 fn main() -> ExitCode {

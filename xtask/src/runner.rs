@@ -196,7 +196,7 @@ fn matrix_suite(labels: &[&str], filter: Option<&str>, tally: &mut Tally) -> Res
     Ok(results)
 }
 
-pub(crate) fn test(kernels: &[String], args: &[String]) -> Result<()> {
+pub fn test(kernels: &[String], args: &[String]) -> Result<()> {
     if !is_root() {
         bail!("the integration suite creates cgroups and loads BPF programs: run `cargo xtask test` as root");
     }

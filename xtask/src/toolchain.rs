@@ -89,7 +89,7 @@ pub(crate) fn tools_dir() -> PathBuf {
 
 /// Makes sure nightly has rust-src and bpf-linker is built; returns the
 /// directory to put first on PATH.
-pub(crate) fn ebpf_toolchain() -> Result<PathBuf> {
+pub fn ebpf_toolchain() -> Result<PathBuf> {
     let installed = output(Command::new("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]))
         .context("the eBPF build needs the nightly toolchain (rustup toolchain install nightly)")?;
     if !installed.lines().any(|l| l.starts_with("rust-src")) {
@@ -151,7 +151,7 @@ pub(crate) fn ebpf_toolchain() -> Result<PathBuf> {
 }
 
 /// apt-get installs the packages of any missing test tool.
-pub(crate) fn setup() -> Result<()> {
+pub fn setup() -> Result<()> {
     let mut packages: Vec<&str> = TEST_TOOLS.iter().filter(|(tool, _)| !on_path(tool)).map(|(_, pkg)| *pkg).collect();
     packages.dedup();
     if packages.is_empty() {

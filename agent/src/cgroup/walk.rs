@@ -25,7 +25,9 @@ pub enum Visit {
 pub struct WalkError {
     /// Path relative to the walk's root.
     pub cgroup: String,
-    pub op: String,
+    /// The call that failed (`open`, `readdir`, `query`, ...), or `walk`
+    /// for a record out of order.
+    pub op: &'static str,
     pub error: String,
 }
 
@@ -98,7 +100,7 @@ where
                         stats.vanished += 1;
                     } else {
                         let cgroup = shown(&path, top.path_len);
-                        stats.errors.push(WalkError { cgroup, op: "readdir".into(), error: e.to_string() });
+                        stats.errors.push(WalkError { cgroup, op: "readdir", error: e.to_string() });
                     }
                 }
                 // Done with it: back to its parent, reopened if it was closed.
@@ -114,7 +116,7 @@ where
                                 stats.vanished += 1;
                             } else {
                                 let cgroup = shown(&path, path.len());
-                                stats.errors.push(WalkError { cgroup, op: "reopen".into(), error: e.to_string() });
+                                stats.errors.push(WalkError { cgroup, op: "reopen", error: e.to_string() });
                             }
                             stack.pop();
                             path.truncate(stack.last().map_or(0, |f| f.path_len));
@@ -156,7 +158,7 @@ where
                 if is_gone(e) {
                     stats.vanished += 1;
                 } else {
-                    stats.errors.push(WalkError { cgroup: path.clone(), op: "open".into(), error: e.to_string() });
+                    stats.errors.push(WalkError { cgroup: path.clone(), op: "open", error: e.to_string() });
                 }
             }
         }
@@ -174,7 +176,7 @@ fn unwind(stack: &mut Vec<Frame>, path: &mut String, stats: &mut WalkStats) {
         let f = stack.pop().expect("a top");
         stats.errors.push(WalkError {
             cgroup: if f.path_len == 0 { "/".to_owned() } else { path[..f.path_len.min(path.len())].to_owned() },
-            op: "walk".into(),
+            op: "walk",
             error: "a cgroup below it went away while its siblings were still to be read".into(),
         });
         path.truncate(stack.last().map_or(0, |f| f.path_len));
@@ -201,7 +203,7 @@ where
     match Dir::new(fd) {
         Ok(d) => Some(d),
         Err(e) => {
-            stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "fdopendir".into(), error: e.to_string() });
+            stats.errors.push(WalkError { cgroup: shown.to_owned(), op: "fdopendir", error: e.to_string() });
             None
         }
     }

@@ -26,13 +26,15 @@ pub fn main(args: &RunArgs) -> anyhow::Result<u8> {
     let settings = daemon::Settings {
         listen: args.listen.clone(),
         probe_socket: args.probe_socket.clone(),
-        events: if args.no_tracing { Source::None } else { args.events },
         audit_endpoint: args.audit_endpoint,
-        scan: args.scan.options(),
-        policy: args.scan.policy(),
-        interval: args.interval,
-        remediate: args.remediate,
-        max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
+        worker: daemon::Config {
+            scan: args.scan.options(),
+            policy: args.scan.policy(),
+            interval: args.interval,
+            remediate: args.remediate,
+            source: if args.no_tracing { Source::None } else { args.events },
+            max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
+        },
     };
     let code = rt.block_on(daemon::serve(settings));
     // An audit still walking on the blocking pool is abandoned, not awaited.

@@ -18,7 +18,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::bpf::AttachType;
-use crate::snapshot::{Change, Event, Snapshot};
+use crate::event::{Change, Event};
+use crate::snapshot::Snapshot;
 
 /// Events kept for `/events`.
 pub const KEPT: usize = 1024;
@@ -43,10 +44,22 @@ pub struct Recorded {
     pub cgroup: Option<String>,
     /// The caller's cgroup, the same way.
     pub caller_cgroup: Option<String>,
-    /// `applied` (the picture was updated from it), `reread` (the cgroup
-    /// was read again), `full_pass` (it could not be placed: a full pass
-    /// follows) or `nothing` (it changes nothing the daemon shows).
-    pub effect: &'static str,
+    pub effect: Applied,
+}
+
+/// What the daemon did with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Applied {
+    /// It changes nothing the daemon shows.
+    Nothing,
+    /// The picture was updated from it.
+    #[serde(rename = "applied")]
+    Picture,
+    /// The cgroup was read again.
+    Reread,
+    /// It could not be placed: a full pass follows.
+    FullPass,
 }
 
 /// An attachment: its cgroup, hook and program.
@@ -190,7 +203,7 @@ mod tests {
             event: Event { seq, time_unix_ms: 0, change, pid: 1, tid: 1, comm: "x".into(), caller_cgroup_id: caller },
             cgroup: None,
             caller_cgroup: None,
-            effect: "nothing",
+            effect: Applied::Nothing,
         }
     }
 
@@ -205,7 +218,7 @@ mod tests {
                 prog_id: Some(prog),
                 link_id: None,
                 flags: 0,
-                hints: crate::snapshot::Hints::default(),
+                hints: crate::event::Hints::default(),
             },
         )
     }

@@ -24,14 +24,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use trace::{Source, TraceMessage};
-pub use worker::Remediate;
-use worker::{Config, Msg, Shared, Worker};
+use trace::TraceMessage;
+pub use worker::{Config, Remediate};
+use worker::{Msg, Shared, Worker};
 
 use crate::daemon::http::AuditEndpoint;
 use crate::daemon::listen::Listen;
-use crate::findings::Policy;
-use crate::scan::ScanOptions;
 
 /// Events waiting for the worker; beyond this, events count as lost (and
 /// lead to a full pass).
@@ -45,15 +43,10 @@ pub struct Settings {
     pub listen: Listen,
     /// Where the probes are also answered, off the network (`agent probe`).
     pub probe_socket: Option<std::path::PathBuf>,
-    /// Where attachment changes come from between full passes.
-    pub events: Source,
     pub audit_endpoint: AuditEndpoint,
-    /// What the worker runs with (its `source` is what `events` started).
-    pub scan: ScanOptions,
-    pub policy: Policy,
-    pub interval: Duration,
-    pub remediate: Remediate,
-    pub max_cgroups: usize,
+    /// What the worker runs with; its `source` is the one asked for
+    /// (`--events`), then the one that started.
+    pub worker: Config,
 }
 
 /// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
@@ -88,10 +81,11 @@ pub async fn serve(args: Settings) -> u8 {
     };
     let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(REQUESTS);
-    let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::snapshot::Event>(QUEUE);
+    let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::event::Event>(QUEUE);
     let stop_reader = Arc::new(AtomicBool::new(false));
 
-    let started = match trace::start(args.events) {
+    let mut config = args.worker;
+    let started = match trace::start(config.source) {
         Ok(s) => s,
         Err(why) => {
             tracing::error!(reason = %why, "the event source asked for with --events cannot run here");
@@ -130,14 +124,8 @@ pub async fn serve(args: Settings) -> u8 {
     };
     shared.metrics.set_event_source(source);
 
-    let config = Config {
-        scan: args.scan,
-        policy: args.policy,
-        interval: args.interval,
-        remediate: args.remediate,
-        source,
-        max_cgroups: args.max_cgroups,
-    };
+    config.source = source;
+    let interval = config.interval;
     let (worker_done_tx, mut worker_done) = watch::channel(false);
     let worker_shared = shared.clone();
     let worker = std::thread::Builder::new().name("cgaudit-worker".into()).spawn(move || {
@@ -162,11 +150,11 @@ pub async fn serve(args: Settings) -> u8 {
     let (stop_tx, stop_rx) = watch::channel(false);
     // The report is stale (and /readyz fails) after three intervals without
     // a full pass.
-    let stale_after = args.interval.saturating_mul(3).max(Duration::from_secs(10));
+    let stale_after = interval.saturating_mul(3).max(Duration::from_secs(10));
     let http =
         tokio::spawn(http::serve(listeners, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
     let probe_task = probes.map(|l| tokio::spawn(http::serve_probes(l, shared.clone(), stale_after)));
-    tracing::info!(listen = %args.listen, interval = ?args.interval, "cgaudit agent running");
+    tracing::info!(listen = %args.listen, interval = ?interval, "cgaudit agent running");
 
     let code = tokio::select! {
         _ = wait_for_signal() => {

@@ -19,8 +19,9 @@ use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::cgroup::tree::{Node, ProcessRef, Tree};
 use crate::coverage::{self, Level};
+use crate::event::Event;
 use crate::placement::{self, Access, Placement};
-use crate::snapshot::{Event, Names, Snapshot};
+use crate::snapshot::{Names, Snapshot};
 
 /// The most of a path kept per event and per caller (a cgroup 4,000 levels
 /// down has a path of a megabyte).

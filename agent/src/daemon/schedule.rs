@@ -8,6 +8,10 @@
 //! literal instants.
 //!
 //! The rules:
+//! - The worker asks `due` what to do next. Its round offers the link
+//!   sweep, the pods' interfaces, the reads and a judgement, in that order
+//!   and each once when due, then a full pass when one is due, else the
+//!   wait; work still due after its turn waits for the next round.
 //! - A full pass at start, then every `--interval` (jittered by the
 //!   caller); while none has succeeded, one that fails is tried again
 //!   after `RETRY`, doubled after each failure up to `RETRY_MAX` (a node
@@ -112,6 +116,34 @@ pub enum Next {
     Wait(Duration),
 }
 
+/// What the worker does next (`Schedule::due`), in the order of its round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// List the cgroup links (syscall tracing).
+    LinkSweep,
+    /// Read the pods' interfaces, or look at the read that runs.
+    Interfaces,
+    /// Read what is due: cgroups read again, new cgroups, whether they hold
+    /// processes, the reading fallback's sweep.
+    Read,
+    /// Judge the findings (a judgement waited for its gap, or for the
+    /// node state).
+    Judge,
+    /// A full pass, and why.
+    FullPass(Trigger),
+    /// Nothing is due for this long: wait for a request or an event.
+    Wait(Duration),
+}
+
+/// Which of the round's kinds of work were offered this round.
+#[derive(Debug, Default, Clone, Copy)]
+struct Round {
+    link_sweep: bool,
+    interfaces: bool,
+    read: bool,
+    judge: bool,
+}
+
 /// The reading fallback's due times: the attachment sweep, and new
 /// cgroups to read again.
 #[derive(Debug)]
@@ -160,6 +192,9 @@ pub struct Schedule {
     /// verdict is due then), at most one a second, `POD_READS_QUEUED` at
     /// most.
     pod_reads: BTreeSet<Instant>,
+    /// A read of the interfaces runs: a pod's read that comes due meanwhile
+    /// waits for it to end (that read began before its moment).
+    interfaces_running: bool,
     /// The reading fallback's due times (`Source::Reading` only).
     reading: Option<Reading>,
     /// When the CNI agents and mounts were last read, and a judgement
@@ -182,6 +217,8 @@ pub struct Schedule {
     /// `NEW_CGROUP_READ` after their mkdir (empty when made; a runtime moves
     /// the container's processes in right after).
     populated: VecDeque<(Instant, u64)>,
+    /// The worker's round so far (`due`).
+    round: Round,
 }
 
 impl Schedule {
@@ -199,6 +236,7 @@ impl Schedule {
             next_link_sweep: link_sweep.then_some(now + LINK_SWEEP),
             next_interfaces: None,
             pod_reads: BTreeSet::new(),
+            interfaces_running: false,
             reading: reading.then(|| Reading {
                 next_sweep: now + SWEEP_MIN,
                 swept: now,
@@ -215,7 +253,39 @@ impl Schedule {
             later: BTreeSet::new(),
             later_ids: HashMap::new(),
             populated: VecDeque::new(),
+            round: Round::default(),
         }
+    }
+
+    /// What the worker does next at `now`. A round offers, in this order
+    /// and each at most once, the link sweep, the interfaces, the reads and
+    /// a judgement, each when it is due; then a full pass when one is due,
+    /// else the wait until something is, and a new round starts. Work that
+    /// is still due after its turn (reads are cut at a budget) waits for
+    /// the next round: it never keeps a due full pass from its turn.
+    pub fn due(&mut self, now: Instant) -> Due {
+        for _ in 0..2 {
+            if !std::mem::replace(&mut self.round.link_sweep, true) && self.link_sweep_due(now) {
+                return Due::LinkSweep;
+            }
+            if !std::mem::replace(&mut self.round.interfaces, true) && self.interfaces_due(now) {
+                return Due::Interfaces;
+            }
+            if !std::mem::replace(&mut self.round.read, true) && self.read_due(now) {
+                return Due::Read;
+            }
+            if !std::mem::replace(&mut self.round.judge, true) && self.judge_due(now) {
+                return Due::Judge;
+            }
+            self.round = Round::default();
+            match self.next(now) {
+                Next::FullPass(trigger) => return Due::FullPass(trigger),
+                Next::Wait(wait) => return Due::Wait(wait),
+                // Something of a round is due already: a new round.
+                Next::Again => {}
+            }
+        }
+        Due::Wait(Duration::ZERO)
     }
 
     /// What comes after the sweeps, reads and judgements due at `now`.
@@ -225,7 +295,7 @@ impl Schedule {
             self.judge_due,
             self.next_link_sweep,
             self.next_interfaces,
-            self.pod_reads.first().copied(),
+            self.pod_reads.first().copied().filter(|_| !self.interfaces_running),
             self.reading.as_ref().map(Reading::due),
             self.later.first().map(|(at, _)| *at),
             self.populated.front().map(|(at, _)| *at),
@@ -264,6 +334,12 @@ impl Schedule {
     pub fn pass_started(&mut self, now: Instant) {
         self.asked = None;
         self.last_full = Some(now);
+    }
+
+    /// Whether the last full pass kept no tree (more cgroups than
+    /// --max-cgroups).
+    pub fn untracked(&self) -> bool {
+        self.untracked
     }
 
     /// The full pass ended at `now`; its reading took `took`, with the tree
@@ -339,7 +415,7 @@ impl Schedule {
     /// read is then `INTERFACES` later.
     pub fn interfaces_due(&mut self, now: Instant) -> bool {
         let mut due = false;
-        while self.pod_reads.first().is_some_and(|at| *at <= now) {
+        while !self.interfaces_running && self.pod_reads.first().is_some_and(|at| *at <= now) {
             self.pod_reads.pop_first();
             due = true;
         }
@@ -369,7 +445,13 @@ impl Schedule {
     /// A read of the interfaces runs: it is looked at again
     /// `INTERFACES_POLL` after `now`.
     pub fn interfaces_pending(&mut self, now: Instant) {
+        self.interfaces_running = true;
         self.next_interfaces = Some(now + INTERFACES_POLL);
+    }
+
+    /// The read of the interfaces that ran has ended.
+    pub fn interfaces_read(&mut self) {
+        self.interfaces_running = false;
     }
 
     /// A full pass at `now` found pods (`pods`) or none: their interfaces

@@ -47,7 +47,7 @@ pub enum SweepError {
     #[error("dup of the audit root's fd: {0}")]
     Dup(#[source] std::io::Error),
     #[error("{op} of cgroup {cgroup:?}: {error}")]
-    Walk { op: String, cgroup: String, error: String },
+    Walk { op: &'static str, cgroup: String, error: String },
 }
 
 /// Sweeps the tree below `root` (cgroup `root_id`), naming the cgroups
@@ -81,11 +81,11 @@ pub fn sweep(
                 Ok(Visit::Done)
             }
             Err(e) if e.errno() == Some(libc::ENOENT) => Ok(Visit::Vanished),
-            Err(e) => Err(walk::WalkError { cgroup: String::new(), op: "query".into(), error: e.to_string() }),
+            Err(e) => Err(walk::WalkError { cgroup: String::new(), op: "query", error: e.to_string() }),
         }
     });
     if let Some(e) = stats.errors.first() {
-        return Err(SweepError::Walk { op: e.op.clone(), cgroup: e.cgroup.clone(), error: e.error.clone() });
+        return Err(SweepError::Walk { op: e.op, cgroup: e.cgroup.clone(), error: e.error.clone() });
     }
     out.cgroups = stats.scanned;
     Ok(out)

@@ -28,16 +28,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use crossbeam_channel::{Receiver, select_biased};
 
-use super::history::{History, Recorded};
+use super::history::{Applied, History, Recorded};
 use super::picture::{Check, Effect, Picture, SHOWN_MAX};
-use super::schedule::{Next, Schedule};
+use super::schedule::{Due, Schedule};
 use crate::daemon::metrics::{Metrics, Trigger, Work};
 use crate::daemon::trace::Source;
+use crate::event::{Change, Event};
 use crate::findings::{Finding, Policy};
 use crate::report::Verdict;
 use crate::scan::ScanOptions;
 use crate::scan::names::Namer;
-use crate::snapshot::{Change, Event};
 
 mod publish;
 mod remediate;
@@ -160,8 +160,6 @@ pub struct Worker {
     findings: Vec<Finding>,
     verdict: Option<Verdict>,
     last_fallback: Option<String>,
-    /// The last full pass kept no tree (more cgroups than --max-cgroups).
-    untracked: bool,
     /// Every due time: full passes, sweeps, reads, judgements.
     schedule: Schedule,
     rendered: Option<(u64, u64, Bytes)>,
@@ -200,7 +198,6 @@ impl Worker {
             findings: Vec::new(),
             verdict: None,
             last_fallback: None,
-            untracked: false,
             schedule,
             rendered: None,
             namer,
@@ -219,28 +216,36 @@ impl Worker {
             self.shared.heartbeat.store(unix_now(), Ordering::Relaxed);
             self.look_at_losses();
             let now = Instant::now();
-            if self.schedule.link_sweep_due(now) && self.sweep_links() {
-                self.judge();
-            }
-            if self.schedule.interfaces_due(now) && self.read_interfaces() {
-                self.judge();
-            }
-            if self.schedule.read_due(now) && self.read_what_is_due(now, events.as_ref()) {
-                self.judge();
-            }
-            if self.schedule.judge_due(now) {
-                self.judge();
-            }
-            let wait = match self.schedule.next(now) {
-                Next::FullPass(trigger) => {
+            let wait = match self.schedule.due(now) {
+                Due::LinkSweep => {
+                    if self.sweep_links() {
+                        self.judge();
+                    }
+                    continue;
+                }
+                Due::Interfaces => {
+                    if self.read_interfaces() {
+                        self.judge();
+                    }
+                    continue;
+                }
+                Due::Read => {
+                    if self.read_what_is_due(now, events.as_ref()) {
+                        self.judge();
+                    }
+                    continue;
+                }
+                Due::Judge => {
+                    self.judge();
+                    continue;
+                }
+                Due::FullPass(trigger) => {
                     let started = Instant::now();
                     self.full_pass(trigger);
                     self.shared.metrics.busy(Work::FullPass, started.elapsed());
                     continue;
                 }
-                // Only a sweep or a read was due.
-                Next::Again => continue,
-                Next::Wait(wait) => wait,
+                Due::Wait(wait) => wait,
             };
             let mut judge = false;
             select_biased! {
@@ -333,7 +338,7 @@ impl Worker {
             cgroup: path(&self.picture, e.change.cgroup_id()),
             caller_cgroup: path(&self.picture, Some(e.caller_cgroup_id)),
             event: e,
-            effect: "nothing",
+            effect: Applied::Nothing,
         };
         let (effect, judge) = self.apply(&recorded.event);
         recorded.effect = effect;
@@ -357,10 +362,12 @@ impl Worker {
         self.schedule.new_cgroup(Instant::now(), id)
     }
 
-    fn apply(&mut self, e: &Event) -> (&'static str, bool) {
-        let Some(picture) = self.picture.as_mut() else { return ("nothing", false) };
+    /// Applies event `e` to the picture: what was done, and whether the
+    /// findings may have changed.
+    fn apply(&mut self, e: &Event) -> (Applied, bool) {
+        let Some(picture) = self.picture.as_mut() else { return (Applied::Nothing, false) };
         match picture.apply(e) {
-            Effect::Nothing => ("nothing", false),
+            Effect::Nothing => (Applied::Nothing, false),
             Effect::Applied { findings } => {
                 self.shared.metrics.incremental_update();
                 // A new cgroup is read again shortly: runtimes attach their
@@ -370,11 +377,11 @@ impl Worker {
                 {
                     self.ask_full_pass(Trigger::Unplaced);
                 }
-                ("applied", findings)
+                (Applied::Picture, findings)
             }
             Effect::Unplaced => {
                 self.ask_full_pass(Trigger::Unplaced);
-                ("full_pass", false)
+                (Applied::FullPass, false)
             }
             Effect::Reread { cgroup_id, programs, check } => {
                 if !programs.is_empty() {
@@ -382,7 +389,7 @@ impl Worker {
                 }
                 if check == Check::None {
                     self.pending_rereads.insert(cgroup_id);
-                    return ("reread", false);
+                    return (Applied::Reread, false);
                 }
                 // A reading that must bear this event out is made now, of
                 // the hook the call named only; the rest of the cgroup (every
@@ -404,7 +411,7 @@ impl Worker {
                 } else {
                     self.pending_rereads.remove(&cgroup_id);
                 }
-                ("reread", findings)
+                (Applied::Reread, findings)
             }
         }
     }

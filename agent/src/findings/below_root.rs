@@ -240,7 +240,7 @@ mod tests {
     /// whose program is unknown names nobody.
     #[test]
     fn who_attached_is_the_caller_that_attached_that_program() {
-        use crate::snapshot::{Change, Event};
+        use crate::event::{Change, Event};
         let mut s = node();
         cilium_connect(&mut s, CTR, CTR_ID);
         let call = |seq, pid, prog_id| Event {
@@ -253,7 +253,7 @@ mod tests {
                 prog_id,
                 link_id: None,
                 flags: 0,
-                hints: crate::snapshot::Hints::default(),
+                hints: crate::event::Hints::default(),
             },
             pid,
             tid: pid,

@@ -34,9 +34,10 @@ use crate::attribution::{Attribution, attribute};
 use crate::bpf::{AttachFlags, AttachType, BpfCommand};
 use crate::cgroup::RootKind;
 use crate::cgroup::tree::ProcessRef;
+use crate::event::{Change, Event};
 use crate::owner::Owner;
 pub use crate::owner::Policy;
-use crate::snapshot::{Attachment, Change, Event, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
+use crate::snapshot::{Attachment, MountTop, NamesWanted, PidView, Snapshot, SocketLb};
 pub use ownership::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr, strum::EnumIter)]

@@ -138,8 +138,7 @@ fn exited(pidfd: BorrowedFd<'_>) -> bool {
 /// Runs the helper for `request` against `target` and waits for its reply,
 /// at most `target.timeout`.
 pub fn run(target: &Target, request: &Request) -> Result<(Observed, Option<Replaced>), RemountError> {
-    let json =
-        serde_json::to_string(request).map_err(|e| RemountError::Helper(format!("encoding the request: {e}")))?;
+    let json = serde_json::to_string(request).map_err(RemountError::HelperRequest)?;
     let mut cmd = Command::new(&target.helper);
     cmd.arg("__remount-helper")
         .arg("--proc")
@@ -152,9 +151,7 @@ pub fn run(target: &Target, request: &Request) -> Result<(Observed, Option<Repla
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     crate::os::pass_fd(&mut cmd, target.pidfd.as_fd(), PIDFD);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| RemountError::Helper(format!("starting {} __remount-helper: {e}", target.helper.display())))?;
+    let mut child = cmd.spawn().map_err(|error| RemountError::HelperSpawn { helper: target.helper.clone(), error })?;
     let deadline = Instant::now() + target.timeout;
     let status = loop {
         match child.try_wait() {
@@ -165,7 +162,7 @@ pub fn run(target: &Target, request: &Request) -> Result<(Observed, Option<Repla
                 let _ = child.wait();
                 return Err(RemountError::HelperTimeout(target.timeout));
             }
-            Err(e) => return Err(RemountError::Helper(format!("waiting for the remount helper: {e}"))),
+            Err(e) => return Err(RemountError::HelperWait(e)),
         }
     };
     let (mut out, mut err) = (String::new(), String::new());
@@ -178,6 +175,6 @@ pub fn run(target: &Target, request: &Request) -> Result<(Observed, Option<Repla
     match serde_json::from_str::<Reply>(out.trim()) {
         Ok(Reply::Observed { seen, replaced }) => Ok((seen, replaced)),
         Ok(Reply::Failed(f)) => Err(RemountError::Failed(f)),
-        Err(_) => Err(RemountError::Helper(format!("the remount helper {status}: {}", err.trim()))),
+        Err(_) => Err(RemountError::HelperFailed { status, stderr: err.trim().to_owned() }),
     }
 }

@@ -37,12 +37,24 @@ pub enum RemountError {
     NoTarget { pid: u32 },
     #[error("target pid {pid}: pidfd_open: {error}")]
     Unreachable { pid: u32, error: std::io::Error },
-    #[error("cannot tell the hierarchy root: {0}")]
-    Reference(String),
+    /// The root found is not one a mount can be checked against (a
+    /// namespaced view, or a root given by hand); `note` says why.
+    #[error("cannot tell the hierarchy root: {note}")]
+    Reference { kind: RootKind, note: String },
     #[error(transparent)]
     Root(#[from] root::RootError),
-    #[error("{0}")]
-    Helper(String),
+    #[error("locating this binary to run as the remount helper: {0}")]
+    HelperExe(#[source] std::io::Error),
+    #[error("encoding the remount helper's request: {0}")]
+    HelperRequest(#[source] serde_json::Error),
+    #[error("starting {} __remount-helper: {error}", helper.display())]
+    HelperSpawn { helper: PathBuf, error: std::io::Error },
+    #[error("waiting for the remount helper: {0}")]
+    HelperWait(#[source] std::io::Error),
+    /// It answered nothing this binary can read: how it ended, and what it
+    /// wrote on stderr.
+    #[error("the remount helper {status}: {stderr}")]
+    HelperFailed { status: std::process::ExitStatus, stderr: String },
     #[error("the remount helper did not answer within {}; it was killed", humantime::format_duration(*.0))]
     HelperTimeout(Duration),
     #[error(transparent)]
@@ -81,8 +93,7 @@ impl Target {
             None | Some(Err(Errno::SRCH)) => return Err(RemountError::NoTarget { pid }),
             Some(Err(e)) => return Err(RemountError::Unreachable { pid, error: e.into() }),
         };
-        let helper = std::env::current_exe()
-            .map_err(|e| RemountError::Helper(format!("locating this binary to run as the remount helper: {e}")))?;
+        let helper = std::env::current_exe().map_err(RemountError::HelperExe)?;
         Ok(Target { pid, pidfd, proc: proc.to_owned(), helper, timeout: HELPER_TIMEOUT, nested_node: false })
     }
 
@@ -169,7 +180,7 @@ pub fn reference_root(proc: &Path, nested_node: bool) -> Result<u64, RemountErro
     let (root, _fd) = root::discover(proc, pid1_is_node)?;
     match root.kind {
         RootKind::Hierarchy | RootKind::Pid1Namespace => Ok(root.cgroup_id),
-        _ => Err(RemountError::Reference(root.note.unwrap_or_default())),
+        kind => Err(RemountError::Reference { kind, note: root.note.unwrap_or_default() }),
     }
 }
 

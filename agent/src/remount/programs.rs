@@ -234,6 +234,6 @@ fn stale_in(
 /// Removes one stale pin, relative to the directory resolved again (a
 /// directory swapped for a link since the plan cannot point it elsewhere),
 /// and only if the name still holds the object planned.
-pub fn unpin(bpffs: BorrowedFd<'_>, shown: &Path, u: &Unpin) -> Result<(), String> {
-    pins::remove(bpffs, shown, u.dir, &u.name, u.ino).map_err(|e| e.to_string())
+pub fn unpin(bpffs: BorrowedFd<'_>, shown: &Path, u: &Unpin) -> Result<(), pins::PinsError> {
+    pins::remove(bpffs, shown, u.dir, &u.name, u.ino)
 }

@@ -5,11 +5,14 @@
 //! (both walks); `scan` runs them and resolves what they found (program
 //! names, links, mount tops).
 
+pub mod agents;
+pub mod cgroup_mounts;
 pub mod deadline;
 pub mod host;
 pub(crate) mod in_root;
 pub mod intent;
 pub mod names;
+pub mod owner_pins;
 pub mod v1_net;
 pub mod visit;
 
@@ -29,7 +32,7 @@ use crate::features::{self, Feature, Verdict};
 
 impl From<&WalkError> for ScanError {
     fn from(e: &WalkError) -> ScanError {
-        ScanError { op: e.op.clone(), path: e.cgroup.clone(), message: e.error.clone() }
+        ScanError { op: e.op.to_owned(), path: e.cgroup.clone(), message: e.error.clone() }
     }
 }
 use crate::cgroup::{AuditRoot, RootError};
@@ -173,7 +176,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     let mut errors = Vec::new();
     host::pid1_out_of_reach(&opts.proc, &mut errors);
-    let mut mounts = host::pid1_cgroup_mounts(&opts.proc, &audit_root, &mut errors);
+    let mut mounts = cgroup_mounts::pid1_cgroup_mounts(&opts.proc, &audit_root, &mut errors);
     let wanted: HashSet<u64> = mounts
         .iter()
         .filter_map(|m| match m.top {
@@ -242,11 +245,11 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     // One deadline for every read of what others control in this pass.
     let budget = deadline::Budget::new(deadline::READ_DEADLINE);
-    let pins = host::owner_pins(&opts.proc, &budget, &mut errors);
+    let pins = owner_pins::owner_pins(&opts.proc, &budget, &mut errors);
     let programs::Links { cgroup: cgroup_links, skipped: links_skipped, unreadable: unreadable_links } =
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
-    let agents = host::agent_processes(&opts.proc, &budget, &mut errors);
+    let agents = agents::agent_processes(&opts.proc, &budget, &mut errors);
     // The pods' second layer: the programs on their host-side interfaces.
     let mut pod_networks =
         crate::iface::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir);

@@ -42,7 +42,7 @@ impl VisitError {
     }
 
     fn at(self, cgroup: &str) -> WalkError {
-        WalkError { cgroup: cgroup.to_owned(), op: self.op.to_owned(), error: self.error }
+        WalkError { cgroup: cgroup.to_owned(), op: self.op, error: self.error }
     }
 }
 
@@ -270,7 +270,7 @@ pub fn iter_cgroups(
                 }),
                 None => stats.errors.push(WalkError {
                     cgroup: format!("/{}", crate::text::shown(&path)),
-                    op: "bpf_iter".into(),
+                    op: "bpf_iter",
                     error: format!(
                         "program {} on hook {} ({}), which this agent does not know",
                         p.prog_id,

@@ -6,7 +6,7 @@ use crate::attribution::Place;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::tree::Record;
-use crate::snapshot::{Change, Event, Hints};
+use crate::event::{Change, Event, Hints};
 
 impl Picture {
     /// Applies one event.

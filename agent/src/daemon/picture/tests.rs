@@ -4,8 +4,9 @@ use crate::bpf::BpfCommand;
 use crate::bpf::ProgType;
 use crate::bpf::programs::Program;
 use crate::cgroup::tree::Record;
+use crate::event::{Change, Hints};
 use crate::fixtures::*;
-use crate::snapshot::{Change, Effective, Hints};
+use crate::snapshot::Effective;
 
 const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
 

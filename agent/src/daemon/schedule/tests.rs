@@ -308,3 +308,55 @@ fn a_mount_is_remediated_at_most_once_in_five_minutes() {
     assert!(s.may_remediate("/run/calico/cgroup", t(1000)));
     assert!(s.may_remediate("/run/cilium/cgroupv2", t(300_000)));
 }
+
+/// The worker's round: the link sweep, the interfaces, the reads and a
+/// judgement, in that order, each once; then the full pass asked for. A
+/// read still due after its turn (cut at its budget) waits for the next
+/// round and never keeps the full pass from its turn; nothing due, the
+/// wait.
+#[test]
+fn a_round_offers_each_kind_of_work_once_in_order_then_the_full_pass() {
+    let mut s = after_startup(true, false);
+    s.pods_seen(t(200), true);
+    // At 10 s: the link sweep and the interfaces are due, a new cgroup's
+    // cgroup.events, a judgement that waited for its gap, a full pass.
+    s.new_cgroup(t(9000), 7);
+    assert!(s.judge_soon(t(9000)));
+    s.judged(t(9000), t(9001));
+    assert!(!s.judge_soon(t(9002)));
+    s.ask_full_pass(t(9500), Trigger::Unplaced);
+    let now = t(10_000);
+    assert_eq!(s.due(now), Due::LinkSweep);
+    assert_eq!(s.due(now), Due::Interfaces);
+    // The read is not done (its work stays due): it is not offered again
+    // in this round.
+    assert_eq!(s.due(now), Due::Read);
+    assert_eq!(s.due(now), Due::Judge);
+    s.judging(now);
+    s.judged(now, now + ms(1));
+    assert_eq!(s.due(now), Due::FullPass(Trigger::Unplaced));
+    // The next round: what is still due comes again, the rest has its
+    // next time.
+    s.pass_started(now);
+    s.pass_done(t(10_100), ms(100), false, HOUR);
+    assert_eq!(s.due(t(10_100)), Due::Read);
+    assert_eq!(s.take_populated(t(10_100)), Some(7));
+    assert_eq!(s.due(t(10_100)), Due::Wait(ms(4900)), "the link sweep and the interfaces at 15 s");
+}
+
+/// A pod's read that comes due while a read of the interfaces runs (it
+/// began before the pod's moment) comes once that read has ended, not at
+/// the next 5 s read; meanwhile the worker only looks at the running read.
+#[test]
+fn a_pods_read_due_while_a_read_runs_comes_after_it() {
+    let mut s = after_startup(false, false);
+    s.pod_started(t(1000), ms(2000)); // its grace ends at 3 s: a read at 4 s
+    assert!(s.interfaces_due(t(2000)));
+    s.interfaces_pending(t(3990));
+    assert!(!s.interfaces_due(t(4050)), "the pod's moment waits for the running read");
+    assert_eq!(s.next(t(4050)), Next::Wait(ms(40)), "only the running read is looked at");
+    assert!(s.interfaces_due(t(4090)));
+    s.interfaces_read();
+    assert!(s.interfaces_due(t(4091)), "the pod's read, now");
+    assert!(!s.interfaces_due(t(4092)));
+}

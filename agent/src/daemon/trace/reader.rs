@@ -12,7 +12,7 @@ use nix::time::{ClockId, clock_gettime};
 
 use super::Tracer;
 use crate::bpf::{AttachType, BpfCommand, bytes};
-use crate::snapshot::{Change, Event, Hints};
+use crate::event::{Change, Event, Hints};
 
 /// Decodes one ring-buffer record (field by field, no unsafe).
 fn decode(b: &[u8]) -> Option<Event> {

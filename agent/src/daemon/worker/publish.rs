@@ -72,9 +72,9 @@ impl Worker {
         if read_node_state {
             let mut errors = Vec::new();
             let budget = scan::deadline::Budget::new(scan::deadline::READ_DEADLINE);
-            picture.set_agents(scan::host::agent_processes(&self.config.scan.proc, &budget, &mut errors));
+            picture.set_agents(scan::agents::agent_processes(&self.config.scan.proc, &budget, &mut errors));
             let root = picture.last().root.clone();
-            picture.set_mounts(scan::host::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
+            picture.set_mounts(scan::cgroup_mounts::pid1_cgroup_mounts(&self.config.scan.proc, &root, &mut errors));
         }
         self.history.prune(picture.snapshot());
         picture.set_events(self.history.attachers());
@@ -124,7 +124,7 @@ impl Worker {
         // The pods' interfaces are read between passes while there are pods.
         self.schedule.pods_seen(Instant::now(), !snap.pods.is_empty());
         let untracked = snap.tree.is_none();
-        if untracked != self.untracked {
+        if untracked != self.schedule.untracked() {
             if untracked {
                 tracing::warn!(
                     cgroups = snap.cgroups_scanned,
@@ -134,7 +134,6 @@ impl Worker {
             } else {
                 tracing::info!(cgroups = snap.cgroups_scanned, "cgroups within --max-cgroups again: the tree is kept");
             }
-            self.untracked = untracked;
             self.shared.metrics.set_degraded("cgroup_count", untracked);
         }
         // What the pods had on their interfaces, kept across passes.

@@ -15,10 +15,10 @@ use crate::bpf::programs;
 use crate::bpf::query::{Attached, Support};
 use crate::daemon::metrics::{Trigger, Work};
 use crate::daemon::picture::{Check, ReleaseNext};
+use crate::event::Event;
 use crate::findings;
 use crate::scan;
 use crate::scan::visit::{self, WalkContext};
-use crate::snapshot::Event;
 
 /// The hooks a new cgroup is read again on: the device filter runtimes
 /// (runc, crun) attach right after the mkdir.
@@ -213,13 +213,16 @@ impl Worker {
     pub(super) fn read_interfaces(&mut self) -> bool {
         let now = Instant::now();
         match self.interfaces_job.take() {
-            Some(job) if job.is_finished() => match job.join() {
-                Ok(nets) => self.apply_interfaces(nets),
-                Err(_) => {
-                    tracing::warn!("the interface reader panicked");
-                    false
+            Some(job) if job.is_finished() => {
+                self.schedule.interfaces_read();
+                match job.join() {
+                    Ok(nets) => self.apply_interfaces(nets),
+                    Err(_) => {
+                        tracing::warn!("the interface reader panicked");
+                        false
+                    }
                 }
-            },
+            }
             Some(job) => {
                 self.interfaces_job = Some(job);
                 self.schedule.interfaces_pending(now);
