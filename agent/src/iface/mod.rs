@@ -263,16 +263,30 @@ pub fn read(
             started: boot.and_then(|b| process_start(proc, a.pid).map(|s| b + s)),
         })
         .collect();
-    // Each pod network namespace by its inode, and a process in it: opened
-    // one at a time for its id (a node's pods would exhaust the fd limit).
-    let mut namespaces: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut probes: Vec<(PodProbe, Vec<u64>)> = pods
+    let mut probes: Vec<(PodProbe, Vec<(u64, Oldest)>)> = pods
         .iter()
         .map(|p| {
-            let (netns, inos, started) = pod_netns(p, root, proc, host_ino, boot, &mut namespaces);
+            let (netns, inos, started) = pod_netns(p, root, proc, host_ino, boot);
             (PodProbe { pod_uid: p.pod_uid.clone(), cgroup: p.cgroup.clone(), started, netns }, inos)
         })
         .collect();
+    // Each namespace is one pod's: the one whose process in it is the
+    // oldest (its sandbox's; pods never share one). A process a pod put in
+    // another pod's namespace does not make that pod's interface its own.
+    let mut owners: BTreeMap<u64, (Oldest, usize)> = BTreeMap::new();
+    for (n, (_, inos)) in probes.iter().enumerate() {
+        for (ino, oldest) in inos {
+            let at = owners.entry(*ino).or_insert((*oldest, n));
+            *at = (*at).min((*oldest, n));
+        }
+    }
+    for (n, (_, inos)) in probes.iter_mut().enumerate() {
+        inos.retain(|(ino, _)| owners.get(ino).is_some_and(|(_, owner)| *owner == n));
+    }
+    // Each pod network namespace by its inode, and its oldest process:
+    // opened one at a time for its id (a node's pods would exhaust the fd
+    // limit).
+    let namespaces: BTreeMap<u64, u32> = owners.iter().map(|(ino, ((_, pid), _))| (*ino, *pid)).collect();
     // Everything that names an interface, on a thread in the host's
     // network namespace.
     let here = std::fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino()).ok();
@@ -302,9 +316,19 @@ pub fn read(
             }
             for (probe, inos) in &mut probes {
                 if let NetnsProbe::Own { nsids: ids } = &mut probe.netns {
-                    match inos.iter().map(|i| nsids.get(i).copied()).collect::<Option<Vec<Option<i32>>>>() {
-                        Some(found) => *ids = found.into_iter().flatten().collect(),
-                        None => probe.netns = NetnsProbe::Unreadable("its netns id could not be looked up".into()),
+                    // Oldest first: the sandbox's must be looked up; one
+                    // whose process has gone since is left out.
+                    inos.sort_by_key(|(_, oldest)| *oldest);
+                    match inos.first().map(|(ino, _)| nsids.contains_key(ino)) {
+                        Some(true) => *ids = inos.iter().filter_map(|(i, _)| nsids.get(i).copied().flatten()).collect(),
+                        Some(false) => {
+                            probe.netns = NetnsProbe::Unreadable("its netns id could not be looked up".into())
+                        }
+                        None => {
+                            probe.netns = NetnsProbe::Unreadable(
+                                "its processes are only in other pods' network namespaces".into(),
+                            )
+                        }
                     }
                 }
             }
@@ -346,6 +370,13 @@ pub fn read(
 /// pod makes as many as it likes.
 const PROCESSES_READ: usize = 64;
 const NAMESPACES_MAX: usize = 8;
+/// The most of a pod's cgroups whose processes are listed (a container may
+/// make many below its own, empty by the time they are read).
+const CGROUPS_READ: usize = 2 * PROCESSES_READ;
+
+/// A namespace's oldest process read: when it started (clock ticks after
+/// boot; unknown: `u64::MAX`), and its pid.
+type Oldest = (u64, u32);
 
 /// A pod's network namespaces, from its processes (every leaf cgroup's and
 /// its own, `PROCESSES_READ` at most: a pod cannot hide its pause process
@@ -357,17 +388,19 @@ fn pod_netns(
     proc: &Path,
     host_ino: u64,
     boot: Option<u64>,
-    namespaces: &mut BTreeMap<u64, u32>,
-) -> (NetnsProbe, Vec<u64>, Option<u64>) {
+) -> (NetnsProbe, Vec<(u64, Oldest)>, Option<u64>) {
     // The containers the runtime made (the pod cgroup's children, its
     // sandbox's among them) before any cgroup a container made below its
     // own, and a share of the processes read for each: a container cannot
     // crowd the sandbox's process out with cgroups or processes of its own.
-    let depth = |c: &&crate::snapshot::ContainerCgroup| c.cgroup.matches('/').count();
+    // By depth, then id: cgroup ids only grow, so of the runtime's
+    // containers the sandbox's comes first.
+    let order = |c: &&crate::snapshot::ContainerCgroup| (c.cgroup.matches('/').count(), c.cgroup_id);
     let mut containers: Vec<&crate::snapshot::ContainerCgroup> = pod.containers.iter().collect();
-    containers.sort_by_key(depth);
+    containers.sort_by_key(order);
     let cgroups: Vec<(u64, &str)> = containers
         .iter()
+        .take(CGROUPS_READ)
         .map(|c| (c.cgroup_id, c.cgroup.as_str()))
         .chain([(pod.cgroup_id, pod.cgroup.as_str())])
         .collect();
@@ -412,7 +445,6 @@ fn pod_netns(
         by_age.sort_by_key(|(_, oldest)| *oldest);
         seen = by_age.into_iter().take(NAMESPACES_MAX).collect();
     }
-    let seen: BTreeMap<u64, u32> = seen.into_iter().map(|(ino, (_, pid))| (ino, pid)).collect();
     let probe = match (seen.len(), host, error) {
         (0, true, _) => NetnsProbe::Host,
         (0, false, Some(e)) => NetnsProbe::Unreadable(e),
@@ -421,13 +453,10 @@ fn pod_netns(
         // a process that joined it: the pod is judged by its own).
         _ => NetnsProbe::Own { nsids: Vec::new() },
     };
-    let inos: Vec<u64> = match probe {
-        NetnsProbe::Own { .. } => seen.keys().copied().collect(),
+    let inos: Vec<(u64, Oldest)> = match probe {
+        NetnsProbe::Own { .. } => seen.into_iter().collect(),
         _ => Vec::new(),
     };
-    for (ino, pid) in seen.into_iter().filter(|(i, _)| inos.contains(i)) {
-        namespaces.entry(ino).or_insert(pid);
-    }
     (probe, inos, started)
 }
 

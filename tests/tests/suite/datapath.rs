@@ -238,6 +238,50 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     assert!(judged.is_empty(), "the recreated pod is in the datapath: {judged:#?}");
 }
 
+/// A process of the node (in its PID namespace, where the agent looks) in
+/// `into`'s sandbox cgroup and `from`'s network namespace; killed on drop.
+struct Borrower<'a> {
+    node: &'a Containerd,
+    /// Its pid in the node's PID namespace.
+    pid: String,
+    _child: std::process::Child,
+}
+
+impl<'a> Borrower<'a> {
+    fn start(node: &'a Containerd, from: &Pod, into: &Pod) -> Borrower<'a> {
+        let (from_pid, into_pid) = (node.sandbox_pid(from), node.sandbox_pid(into));
+        let script = format!(
+            "p=$(sed -n 's/^0:://p' /proc/{into_pid}/cgroup) && echo $$ > /sys/fs/cgroup$p/cgroup.procs && echo $$ && \
+             exec nsenter --net=/proc/{from_pid}/ns/net {} pause",
+            fixture_bin().display()
+        );
+        let mut child = node
+            .node
+            .command(std::path::Path::new("/bin/sh"), &["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the borrower");
+        let mut pid = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut pid)
+            .expect("its pid");
+        let pid = pid.trim().to_owned();
+        assert!(!pid.is_empty(), "the borrower did not start");
+        // Once nsenter has joined and run the fixture (same pid).
+        let fixture = std::fs::canonicalize(fixture_bin()).expect("the fixture");
+        let exe = node.node.path(&format!("/proc/{pid}/exe"));
+        let joined =
+            wait_until(std::time::Duration::from_secs(5), || std::fs::read_link(&exe).is_ok_and(|e| e == fixture));
+        assert!(joined, "the borrower never ran the fixture");
+        Borrower { node, pid, _child: child }
+    }
+}
+
+impl Drop for Borrower<'_> {
+    fn drop(&mut self) {
+        let _ = self.node.node.command(std::path::Path::new("/bin/kill"), &["-9", &self.pid]).status();
+    }
+}
+
 /// Cilium's CNI configuration as its agent writes it on the node.
 const CILIUM_CONFLIST: &str = r#"{"cniVersion":"0.3.1","name":"cilium","plugins":[{"type":"cilium-cni","enable-debug":false,"log-file":"/var/run/cilium/cilium-cni.log"}]}"#;
 
@@ -356,6 +400,23 @@ fn the_daemon_names_pods_outside_the_datapath_and_a_pod_that_lost_its_program() 
     eprintln!("the early pod's series came {:?} after the daemon started", started.elapsed());
     let by_owner = r#"cgaudit_findings_by_owner{kind="pod_outside_datapath",severity="critical",owner="cilium"}"#;
     assert_eq!(daemon.metric(by_owner), Some(1.0), "{}", daemon.get("/metrics").1);
+
+    // The red team's borrowed namespace: a process of the early pod in
+    // web-0's network namespace (a container with CAP_SYS_ADMIN in the
+    // node's user namespace joins one whose fd another pod hands it). web's
+    // veth carries the program; it is still web's, not the early pod's.
+    let borrower = Borrower::start(&node, &web, &early);
+    let report = audit(&node, &[]).json();
+    let early_net = pod_net(&report, &early);
+    let names: Vec<&Value> = early_net["interfaces"].as_array().unwrap().iter().map(|i| &i["name"]).collect();
+    assert_eq!(names, [&Value::from(host_veth(&node, &early))], "{early_net:#}");
+    assert!(
+        report["findings"].as_array().unwrap().iter().any(|f| f["pod_uid"] == early.uid.as_str()),
+        "the early pod is still named: {:#}",
+        report["findings"]
+    );
+    assert_eq!(pod_net(&report, &web)["network"], "interfaces", "{:#}", pod_net(&report, &web));
+    drop(borrower);
 
     if how == "tcx" {
         // Its link closed: the program leaves api's interface, and api is
