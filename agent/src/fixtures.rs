@@ -138,3 +138,21 @@ pub fn pod_cgroup(cgroup: &str, id: u64, uid: &str, effective: &[u32]) -> crate:
         containers: Vec::new(),
     }
 }
+
+/// The pod of `one_pod_tree`.
+pub const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+
+/// A node with its tree: root 1, /kubepods 2, /kubepods/burstable 3, one
+/// pod (`POD_UID`) 4.
+pub fn one_pod_tree() -> Snapshot {
+    use crate::cgroup::tree::{Record, Tree};
+    let mut s = node();
+    s.pods.push(pod_cgroup(&format!("/kubepods/burstable/pod{POD_UID}"), 4, POD_UID, &[]));
+    let mut tree = Tree::new(1);
+    let pod = format!("pod{POD_UID}");
+    for (id, parent, name) in [(2, 1, "kubepods"), (3, 2, "burstable"), (4, 3, pod.as_str())] {
+        assert!(tree.add(Record { id, parent, name: name.as_bytes(), own: &[] }, false, None));
+    }
+    s.tree = Some(tree);
+    s
+}

@@ -32,6 +32,11 @@ pub trait Access {
     /// Its processes (asked of cgroups below the root holding socket-LB
     /// programs).
     fn processes(&self) -> Vec<ProcessRef>;
+    /// Whether processes are in it, when the walk read that already (the
+    /// in-kernel pass reports it; the syscall walk would open a file).
+    fn populated_known(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// What placing one record read of its cgroup (for the daemon's tree).

@@ -451,10 +451,6 @@ impl Metrics {
         self.incremental.inc();
     }
 
-    pub fn incremental_updates(&self, n: u64) {
-        self.incremental.inc_by(n);
-    }
-
     pub fn audit_failed(&self, trigger: Trigger, seconds: f64) {
         self.audits.with_label_values(&[trigger.as_str()]).inc();
         self.audit_duration.observe(seconds);
@@ -494,11 +490,6 @@ impl Metrics {
             let max = counts.iter().filter(|((_, h), _)| *h == t).map(|(_, n)| *n).max().unwrap_or(0);
             self.hook_programs_max.with_label_values(&[t.name()]).set(max);
         }
-    }
-
-    /// The largest count published for `attach_type`.
-    pub fn hook_programs_max(&self, attach_type: AttachType) -> i64 {
-        self.hook_programs_max.with_label_values(&[attach_type.name()]).get()
     }
 
     pub fn set_hook_programs_max(&self, attach_type: AttachType, n: i64) {

@@ -19,6 +19,7 @@ use crate::bpf::query::Attached;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::cgroup::tree::{Node, ProcessRef, Tree};
 use crate::coverage::{self, Level};
+use crate::daemon::sweep::Sweep;
 use crate::event::Event;
 use crate::placement::{self, Access, Placement};
 use crate::snapshot::{Names, Snapshot};
@@ -34,6 +35,10 @@ pub enum Effect {
     Nothing,
     /// Applied; `findings` says whether the findings may differ now.
     Applied { findings: bool },
+    /// A cgroup added to the tree: what follows a new cgroup is due
+    /// (`Schedule::new_cgroup`; runtimes attach their device programs and
+    /// move processes in right after the mkdir).
+    Made { cgroup_id: u64, findings: bool },
     /// Read this cgroup's hooks again and hand them to `set_hook`; fetch
     /// `programs` not yet known (or not by their full name). `check`: what
     /// the reading must show, when the event named its cgroup only through
@@ -72,15 +77,34 @@ pub enum Check {
 /// is asked for instead: with `Schedule::read_again`'s backoff, about 8 s.
 pub const RELEASE_TRIES: u32 = 12;
 
-/// What follows a reading made for a release (`Picture::release_read`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What follows a reading (`Reading::then`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseNext {
     /// Borne out, or no longer pending: nothing.
+    #[default]
     Done,
-    /// Not yet: read its hook again, after this many tries.
+    /// A release not yet borne out: read its hook again, after this many
+    /// tries.
     Again(u32),
-    /// Never borne out: a full pass tells.
+    /// Not borne out (a release: after its tries): the event was about
+    /// another cgroup, or the picture missed a change; a full pass tells.
     GiveUp,
+}
+
+/// What one reading of a cgroup's hooks changed (`Picture::set_hook`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// What the picture held on the hooks read, and what the kernel lists.
+    pub removed: Vec<Attached>,
+    pub added: Vec<Attached>,
+    /// Whether the findings may differ now.
+    pub findings: bool,
+    /// The reading does not show what its event's check asked.
+    pub unconfirmed: bool,
+    /// What follows.
+    pub then: ReleaseNext,
+    /// The hooks whose largest count on one cgroup moved, and to what.
+    pub hook_max: Vec<(AttachType, usize)>,
 }
 
 /// A release the picture emitted a check for and no reading has borne out.
@@ -92,6 +116,17 @@ struct Pending {
 }
 
 impl Check {
+    /// The one hook a reading that must bear this check out reads now
+    /// (`call_hook`: the hook the event's call named): the check's own, or
+    /// for a detach the call's. `None`: every hook.
+    pub fn hook(self, call_hook: Option<AttachType>) -> Option<AttachType> {
+        match self {
+            Check::Holds { hook, .. } | Check::Released { hook, .. } => Some(hook),
+            Check::Removes => call_hook,
+            Check::None => None,
+        }
+    }
+
     /// Whether a reading bears the event out: `before` is what the picture
     /// held on the hooks read, `now` what the kernel lists on them.
     pub fn holds(self, before: &[Attached], now: &[Attached]) -> bool {
@@ -106,20 +141,6 @@ impl Check {
             }
         }
     }
-}
-
-/// What applying a sweep to the tree did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Swept {
-    /// cgroups added, to be read again a moment later (runtimes attach
-    /// their device programs right after the mkdir).
-    pub made: Vec<u64>,
-    /// Whether the findings may differ now.
-    pub findings: bool,
-    /// A cgroup the sweep saw but could not place: a full pass is due.
-    pub unplaced: bool,
-    /// cgroups removed, added, or whose processes came or went.
-    pub changes: u64,
 }
 
 /// A cgroup of the tree, as placing it asks: what was read of it last.
@@ -152,6 +173,9 @@ pub struct Picture {
     tree_max: usize,
     /// Releases not yet borne out, by link id.
     releasing: HashMap<u32, Pending>,
+    /// The most programs one cgroup holds on each hook read since the full
+    /// pass (`metrics::hook_programs_max`), as readings moved it.
+    hook_max: HashMap<AttachType, usize>,
 }
 
 impl Picture {
@@ -160,7 +184,16 @@ impl Picture {
         let tree = snap.tree.take();
         let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
         let above = Level::above(&root_own, &snap.root_effective);
-        Picture { snap, tree, above, stale: false, generation: 0, tree_max: usize::MAX, releasing: HashMap::new() }
+        Picture {
+            snap,
+            tree,
+            above,
+            stale: false,
+            generation: 0,
+            tree_max: usize::MAX,
+            releasing: HashMap::new(),
+            hook_max: HashMap::new(),
+        }
     }
 
     /// Keeps the tree only while it holds at most `max` cgroups: cgroups
@@ -228,6 +261,16 @@ impl Picture {
             self.generation += 1;
         }
         changed
+    }
+
+    /// Whether a pod of the last interface read is young enough that its
+    /// verdict comes with time (within `grace` of its start, and one read
+    /// after), on a node with a datapath to be outside of.
+    pub fn pods_within_grace(&self, grace: std::time::Duration) -> bool {
+        let nets = &self.snap.pod_networks;
+        let grace = grace.as_secs() + crate::daemon::schedule::INTERFACES.as_secs();
+        nets.pods.iter().any(|p| p.started.is_some_and(|s| nets.read_at.saturating_sub(s) <= grace))
+            && !crate::findings::outside_datapath::datapaths(&self.snap).is_empty()
     }
 
     /// The pods' interfaces as read now, their programs named from the
@@ -375,21 +418,42 @@ impl Picture {
 
     /// Replaces what the picture holds for hooks of one cgroup with what
     /// the kernel lists now (`hooks`: the hooks read; `attached`: their
-    /// programs), and the cgroup's processes when they were read. Returns
-    /// the programs removed and added, and whether findings may differ.
+    /// programs), and the cgroup's processes when they were read; `check`:
+    /// what the reading must show of the event that asked for it. What the
+    /// reading changed, and what follows it.
     pub fn set_hook(
         &mut self,
         cgroup_id: u64,
         hooks: &[AttachType],
         attached: &[Attached],
         processes: Option<Vec<ProcessRef>>,
-    ) -> (Vec<Attached>, Vec<Attached>, bool) {
-        let Some(tree) = self.tree.as_mut() else { return (Vec::new(), Vec::new(), false) };
-        let Some(before) = tree.get(cgroup_id).map(|n| own_level(&n.own)) else {
-            return (Vec::new(), Vec::new(), false);
+        check: Check,
+    ) -> Reading {
+        let mut r = self.replace_hooks(cgroup_id, hooks, attached, processes);
+        r.unconfirmed = !check.holds(&r.removed, attached);
+        r.then = match (check, r.unconfirmed) {
+            (Check::Released { .. }, unconfirmed) => self.release_read(check, !unconfirmed),
+            (_, true) => ReleaseNext::GiveUp,
+            (_, false) => ReleaseNext::Done,
         };
+        r
+    }
+
+    fn replace_hooks(
+        &mut self,
+        cgroup_id: u64,
+        hooks: &[AttachType],
+        attached: &[Attached],
+        processes: Option<Vec<ProcessRef>>,
+    ) -> Reading {
+        let Some(tree) = self.tree.as_mut() else { return Reading::default() };
+        let Some(before) = tree.get(cgroup_id).map(|n| own_level(&n.own)) else { return Reading::default() };
+        // The largest count per hook before: the full pass published it.
+        for &t in hooks {
+            self.hook_max.entry(t).or_insert_with(|| tree.most_on(t));
+        }
         let Some((removed, added)) = tree.set_own(cgroup_id, hooks, attached, processes) else {
-            return (Vec::new(), Vec::new(), false);
+            return Reading::default();
         };
         let now = tree.get(cgroup_id).map(|n| own_level(&n.own)).unwrap_or_default();
         let coverage_changed = now != before;
@@ -397,6 +461,25 @@ impl Picture {
             // What the kernel has in effect at the root now: its own
             // programs and, as the full pass found them, those from above.
             self.snap.root_effective = coverage::effective([&now, &self.above]);
+        }
+        // The largest count per hook: raised at once; counted again over the
+        // tree only when the cgroup that held it shrank.
+        let mut hook_max = Vec::new();
+        for &t in hooks {
+            let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count();
+            let (old, new) = (n(&removed), n(&added));
+            let max = self.hook_max.get(&t).copied().unwrap_or(0);
+            let now = if new > max {
+                new
+            } else if old == max && new < old {
+                tree.most_on(t)
+            } else {
+                continue;
+            };
+            if now != max {
+                self.hook_max.insert(t, now);
+                hook_max.push((t, now));
+            }
         }
         self.changed();
         // Any hook near the kernel's limit, before or after, is judged again
@@ -408,7 +491,15 @@ impl Picture {
         let findings = removed.iter().chain(&added).any(|a| crate::owner::is_root_hook(a.attach_type))
             || coverage_changed
             || crowded;
-        (removed, added, findings)
+        Reading { removed, added, findings, hook_max, ..Reading::default() }
+    }
+
+    /// The readings a cgroup read again (`Schedule::read_again`) gets:
+    /// each release on it not yet borne out, of its own hook with its own
+    /// check; with none, every hook and no check.
+    pub fn readings_again(&self, cgroup_id: u64) -> Vec<(Check, Option<AttachType>)> {
+        let releases: Vec<_> = self.releases_on(cgroup_id).into_iter().map(|c| (c, c.hook(None))).collect();
+        if releases.is_empty() { vec![(Check::None, None)] } else { releases }
     }
 
     /// The releases on `cgroup_id` no reading has borne out yet.
@@ -423,7 +514,7 @@ impl Picture {
 
     /// A reading made for `check` (a release) did or did not bear it out
     /// (`borne`): what follows.
-    pub fn release_read(&mut self, check: Check, borne: bool) -> ReleaseNext {
+    fn release_read(&mut self, check: Check, borne: bool) -> ReleaseNext {
         let Check::Released { link_id, .. } = check else { return ReleaseNext::Done };
         let Some(p) = self.releasing.get_mut(&link_id) else { return ReleaseNext::Done };
         if borne {
@@ -444,20 +535,6 @@ impl Picture {
         self.releasing.retain(|_, p| p.cgroup_id != cgroup_id);
     }
 
-    /// The most programs one cgroup holds on `hook` (without the tree: as
-    /// the last placing saw).
-    pub fn most_on(&self, hook: AttachType) -> usize {
-        match &self.tree {
-            Some(t) => t.most_on(hook),
-            None => crate::findings::hook_counts(&self.snap)
-                .into_iter()
-                .filter(|((_, h), _)| *h == hook)
-                .map(|(_, (n, _))| n)
-                .max()
-                .unwrap_or(0),
-        }
-    }
-
     /// cgroups in the tree the picture holds, the root included (without
     /// the tree: as many as the full pass saw).
     pub fn cgroups(&self) -> u64 {
@@ -473,49 +550,74 @@ impl Picture {
         self.tree.as_ref().map(Tree::max_id)
     }
 
-    /// Makes the tree what a sweep saw (`seen`, parents first; `named`: the
-    /// names of the cgroups made since `max_id`): cgroups gone are removed,
-    /// new ones added, and whether processes are in each is taken as seen.
-    /// The sweep is the only word the sources without cgroup events have
-    /// of the tree between full passes.
-    pub fn after_sweep(&mut self, seen: &[crate::daemon::sweep::Seen], named: &HashMap<u64, Vec<u8>>) -> Swept {
-        let mut out = Swept::default();
-        let Some(tree) = self.tree.as_ref() else { return out };
-        let now: HashSet<u64> = seen.iter().map(|s| s.id).collect();
-        let gone: Vec<u64> = tree.ids().filter(|id| !now.contains(id)).collect();
+    /// Makes the picture what a sweep saw, and says what follows. With
+    /// the tree: cgroups gone are removed, those it named (made since
+    /// `max_id`) added, whether processes are in each taken as seen; a
+    /// cgroup it saw but could not place is `Unplaced`; the cgroups whose
+    /// own programs or links (`links`: what the kernel lists now, when it
+    /// could be read) differ from the picture's are read again. Without
+    /// the tree nothing can be read again by path: any difference in the
+    /// count of cgroups or links, or in any cgroup's programs, is
+    /// `Unplaced`. A count that did not move proves nothing, so the
+    /// programs are compared too. The sweep is the only word the sources
+    /// without cgroup events have of the tree between full passes.
+    pub fn after_sweep(&mut self, sweep: &Sweep, links: Option<Vec<CgroupLinkInfo>>) -> Vec<Effect> {
+        if self.tree.is_none() {
+            let links_differ = links.is_some_and(|l| l.len() != self.snap.cgroup_links.len());
+            let differ = sweep.cgroups != self.cgroups() || links_differ || !self.differing(&sweep.attached).is_empty();
+            return if differ { vec![Effect::Unplaced] } else { Vec::new() };
+        }
+        let mut out = Vec::new();
+        let mut unplaced = false;
+        let now: HashSet<u64> = sweep.seen.iter().map(|s| s.id).collect();
+        let gone: Vec<u64> = self.tree.iter().flat_map(|t| t.ids()).filter(|id| !now.contains(id)).collect();
         for id in gone {
-            if let Effect::Applied { findings } = self.removed(id) {
-                out.findings |= findings;
-                out.changes += 1;
+            let e = self.removed(id);
+            if e != Effect::Nothing {
+                out.push(e);
             }
         }
-        for s in seen {
-            let Some(tree) = self.tree.as_mut() else { return out };
+        for s in &sweep.seen {
+            let Some(tree) = self.tree.as_mut() else { break };
             if tree.contains(s.id) {
                 if let Some(p) = s.populated
                     && self.populated_now(s.id, p)
                 {
-                    out.findings |= self.in_kube(s.id);
-                    out.changes += 1;
+                    out.push(Effect::Applied { findings: self.in_kube(s.id) });
                 }
                 continue;
             }
-            let Some(name) = named.get(&s.id) else {
-                // New to the picture, yet not new to the kernel: only a
-                // full pass can say where it belongs.
-                out.unplaced = true;
-                continue;
+            // New to the picture, yet not named (not new to the kernel):
+            // only a full pass can say where it belongs.
+            let e = match sweep.named.get(&s.id) {
+                Some(name) => self.made(s.id, s.parent, name, s.populated.unwrap_or(true)),
+                None => Effect::Unplaced,
             };
-            match self.made(s.id, s.parent, name, s.populated.unwrap_or(true)) {
-                Effect::Applied { findings } => {
-                    out.made.push(s.id);
-                    out.findings |= findings;
-                    out.changes += 1;
-                }
-                Effect::Unplaced => out.unplaced = true,
-                _ => {}
+            match e {
+                Effect::Unplaced => unplaced = true,
+                Effect::Nothing => {}
+                e => out.push(e),
             }
         }
+        if unplaced {
+            out.push(Effect::Unplaced);
+        }
+        if self.tree.is_none() {
+            // Dropped on the way (past --max-cgroups): the full pass asked
+            // for tells the rest.
+            return out;
+        }
+        let mut differ = self.differing(&sweep.attached);
+        if let Some(links) = links {
+            differ.extend(self.reconcile_links(links));
+        }
+        differ.sort_unstable();
+        differ.dedup();
+        out.extend(differ.into_iter().map(|cgroup_id| Effect::Reread {
+            cgroup_id,
+            programs: Vec::new(),
+            check: Check::None,
+        }));
         out
     }
 

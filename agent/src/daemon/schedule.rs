@@ -107,7 +107,7 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// What the worker does next, after the sweeps, reads and judgements due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+enum Next {
     /// A full pass, and why.
     FullPass(Trigger),
     /// Something else is due already: come round the loop again.
@@ -285,11 +285,14 @@ impl Schedule {
                 Next::Again => {}
             }
         }
+        // Not reached: every due time `next` reads is one of the round's
+        // kinds, offered by the second round
+        // (`every_due_time_is_offered_by_a_round`).
         Due::Wait(Duration::ZERO)
     }
 
     /// What comes after the sweeps, reads and judgements due at `now`.
-    pub fn next(&self, now: Instant) -> Next {
+    fn next(&self, now: Instant) -> Next {
         let due = [
             self.asked.map(|(at, _)| at),
             self.judge_due,

@@ -4,7 +4,9 @@
 //! tree, and every cgroup's own programs (no processes, mounts or pins), for
 //! the daemon to compare with its picture, on a period sized from what one
 //! sweep costs. The in-kernel pass where the kernel runs it, else one
-//! `BPF_PROG_QUERY` per hook and cgroup.
+//! `BPF_PROG_QUERY` per hook and cgroup: the audit's own walks
+//! (`scan::visit`), with a `Sweep` as their sink. What the daemon does
+//! with it is `Picture::after_sweep`'s to say.
 //!
 //! It replaces the cgroup_mkdir/cgroup_rmdir tracepoints: while those are
 //! enabled the kernel formats every new or removed cgroup's whole path
@@ -12,14 +14,17 @@
 //! chain turned into a stall of every cgroup operation on the node.
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
+use std::path::Path;
 
-use crate::bpf::AttachFlags;
-use crate::bpf::query::{self, Attached, Support};
-use crate::cgroup::iter::{Step, Walker};
-use crate::cgroup::walk::{self, Visit};
+use crate::bpf::query::{Attached, Support};
+use crate::cgroup::iter::Walker;
+use crate::cgroup::tree::Record;
+use crate::placement::Access;
+use crate::scan::visit::{self, Sink, WalkContext};
 
-/// The tree as one sweep saw it, and each cgroup's own programs.
+/// The tree as one sweep saw it, and each cgroup's own programs: the sink
+/// of the audit's own walks.
 #[derive(Debug, Default)]
 pub struct Sweep {
     /// cgroups seen (the root and every descendant).
@@ -27,9 +32,10 @@ pub struct Sweep {
     /// Every cgroup seen, parents before children.
     pub seen: Vec<Seen>,
     /// The names of the cgroups made since the tree the sweep was told of
-    /// (ids above its `names_after`), by id.
+    /// (ids above `names_after`), by id.
     pub named: HashMap<u64, Vec<u8>>,
     pub attached: HashMap<u64, Vec<Attached>>,
+    names_after: u64,
 }
 
 /// One cgroup a sweep saw.
@@ -39,6 +45,30 @@ pub struct Seen {
     pub parent: u64,
     /// Processes are in it (`None`: the syscall walk does not read it).
     pub populated: Option<bool>,
+}
+
+impl Sweep {
+    /// An empty sweep that keeps the names of cgroups above `names_after`.
+    pub fn new(names_after: u64) -> Sweep {
+        Sweep { names_after, ..Sweep::default() }
+    }
+}
+
+impl Sink for Sweep {
+    fn record(&mut self, r: Record<'_>, access: &impl Access) {
+        self.cgroups += 1;
+        self.seen.push(Seen { id: r.id, parent: r.parent, populated: access.populated_known() });
+        if r.id > self.names_after && !r.name.is_empty() {
+            self.named.insert(r.id, r.name.to_vec());
+        }
+        if !r.own.is_empty() {
+            self.attached.insert(r.id, r.own.to_vec());
+        }
+    }
+
+    fn restart(&mut self) {
+        *self = Sweep::new(self.names_after);
+    }
 }
 
 /// Why a sweep saw nothing: the call that failed, and on which cgroup.
@@ -60,69 +90,21 @@ pub fn sweep(
     support: &Support,
     in_kernel: bool,
 ) -> Result<Sweep, SweepError> {
-    if in_kernel && let Ok(Ok(s)) = Walker::shared(|w| iterated(w, root, names_after)) {
-        return Ok(s);
+    // No process is read: the proc root is never used.
+    let ctx = WalkContext { root_id, proc: Path::new("/proc") };
+    if in_kernel {
+        let mut out = Sweep::new(names_after);
+        // A program on a hook this agent does not know is left out (the
+        // full pass reports it), as before the in-kernel pass was tried.
+        if let Ok(Ok(_)) = Walker::shared(|w| visit::iter_cgroups(w, root, Some(names_after), &ctx, &mut out)) {
+            return Ok(out);
+        }
     }
     let fd = root.try_clone_to_owned().map_err(SweepError::Dup)?;
-    let mut out = Sweep::default();
-    let mut raw = Vec::new();
-    let stats = walk::walk(fd, root_id, |entry, fd| {
-        let id = entry.id;
-        out.seen.push(Seen { id, parent: entry.parent, populated: None });
-        if id > names_after {
-            out.named.insert(id, entry.name.to_vec());
-        }
-        raw.clear();
-        match query::attached(fd, support, &mut raw) {
-            Ok(()) => {
-                if !raw.is_empty() {
-                    out.attached.insert(id, raw.clone());
-                }
-                Ok(Visit::Done)
-            }
-            Err(e) if e.errno() == Some(libc::ENOENT) => Ok(Visit::Vanished),
-            Err(e) => Err(walk::WalkError { cgroup: String::new(), op: "query", error: e.to_string() }),
-        }
-    });
+    let mut out = Sweep::new(names_after);
+    let stats = visit::walk_cgroups(fd, support, &ctx, &mut out);
     if let Some(e) = stats.errors.first() {
         return Err(SweepError::Walk { op: e.op, cgroup: e.cgroup.clone(), error: e.error.clone() });
     }
-    out.cgroups = stats.scanned;
-    Ok(out)
-}
-
-fn iterated(w: &Walker, root: BorrowedFd<'_>, names_after: u64) -> Result<Sweep, crate::cgroup::iter::IterError> {
-    let hooks = &w.kernel().hooks;
-    let mut out = Sweep::default();
-    let stats = w.sweep(root.as_fd(), names_after, |step| {
-        let c = match step {
-            Step::Cgroup(c) => c,
-            Step::Restart => {
-                out = Sweep::default();
-                return;
-            }
-        };
-        out.seen.push(Seen { id: c.id, parent: c.parent_id, populated: Some(c.populated) });
-        if !c.name.is_empty() {
-            out.named.insert(c.id, c.name);
-        }
-        let progs: Vec<Attached> = c
-            .programs
-            .iter()
-            .filter_map(|p| {
-                let attach_type = hooks.get(p.atype as usize).and_then(|h| h.1)?;
-                Some(Attached {
-                    attach_type,
-                    flags: AttachFlags::from_kernel(p.flags),
-                    prog_id: p.prog_id,
-                    prog_flags: p.prog_flags,
-                })
-            })
-            .collect();
-        if !progs.is_empty() {
-            out.attached.insert(c.id, progs);
-        }
-    })?;
-    out.cgroups = stats.visited;
     Ok(out)
 }

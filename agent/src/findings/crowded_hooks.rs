@@ -11,7 +11,7 @@ pub(super) const EXPLANATION: &str = "these hooks hold close to the kernel's lim
 
 /// Programs per (cgroup, hook), for every owner: what a leaking runtime
 /// fills up to the kernel's limit.
-pub fn hook_counts(snap: &Snapshot) -> BTreeMap<(u64, AttachType), (usize, &str)> {
+fn hook_counts(snap: &Snapshot) -> BTreeMap<(u64, AttachType), (usize, &str)> {
     let mut counts: BTreeMap<(u64, AttachType), (usize, &str)> = BTreeMap::new();
     for a in &snap.attachments {
         counts.entry((a.cgroup_id, a.attach_type)).or_insert((0, a.cgroup.as_str())).0 += 1;

@@ -23,7 +23,7 @@ pub(crate) mod pods_without;
 mod v1_net_conflict;
 
 pub use below_root::misplaced;
-pub use crowded_hooks::{HOOK_PROGRAMS_WARN, hook_counts};
+pub use crowded_hooks::HOOK_PROGRAMS_WARN;
 pub use pods_without::UncoveredPod;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -38,7 +38,7 @@ impl From<&WalkError> for ScanError {
 use crate::cgroup::{AuditRoot, RootError};
 use crate::placement::{self, Placement};
 use crate::snapshot::*;
-use visit::{Sink, WalkContext};
+use visit::{Placing, WalkContext};
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -119,8 +119,8 @@ fn syscall_walk<'s>(
     audit_root: &AuditRoot,
     support: &Support,
     ctx: &WalkContext<'_>,
-    sink: &mut dyn FnMut() -> Sink<'s>,
-) -> Result<(Sink<'s>, walk::WalkStats, u64, programs::Loaded), AuditError> {
+    sink: &mut dyn FnMut() -> Placing<'s>,
+) -> Result<(Placing<'s>, walk::WalkStats, u64, programs::Loaded), AuditError> {
     // Only hooks that a loaded program's type can use are queried: a hook no
     // loaded program fits has nothing attached. NB: a program loaded after
     // this enumeration may be attached mid-walk to a hook skipped here; being
@@ -195,13 +195,13 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let tree_max = if over { 0 } else { opts.tree_max };
     let ctx = WalkContext { root_id: audit_root.cgroup_id, proc: &opts.proc };
     let root_id = audit_root.cgroup_id;
-    let mut new_sink = || Sink::new(Placement::new(root_id, &root_effective, &wanted), root_id, tree_max);
+    let mut new_sink = || Placing::new(Placement::new(root_id, &root_effective, &wanted), root_id, tree_max);
     let mut walk_info = WalkInfo { method: WalkUsed::Syscalls, fallback: None, passes: 0 };
     let iterated = match opts.walk {
         WalkMethod::Syscalls => None,
         WalkMethod::Auto | WalkMethod::BpfIter => {
             let mut sink = new_sink();
-            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), &ctx, &mut sink)).and_then(|r| r) {
+            match Walker::shared(|w| visit::iter_cgroups(w, root_fd.as_fd(), None, &ctx, &mut sink)).and_then(|r| r) {
                 Ok((stats, iter_stats)) => {
                     features::record(Feature::IterCgroup, Verdict::yes());
                     Some((sink, stats, iter_stats))
@@ -227,7 +227,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         }
         None => syscall_walk(root_fd, &audit_root, &support, &ctx, &mut new_sink)?,
     };
-    let Sink { placement, tree, tree_over, .. } = sink;
+    let Placing { placement, tree, tree_over, .. } = sink;
     let placement::Placed {
         mut attachments,
         pods,

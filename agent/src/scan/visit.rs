@@ -2,8 +2,10 @@
 //! iterator; a directory walk with `BPF_PROG_QUERY` per hook) report each
 //! cgroup the same way: a `Record` (id, parent, name, own programs), with a
 //! way to reach the cgroup for what the walk did not bring (processes).
-//! Records go to a `Sink`: the `Placement` of the report, and the daemon's
-//! `Tree` when it keeps one.
+//! Records go to a `Sink`: the audit's `Placing` (the report's
+//! `Placement`, and the daemon's `Tree` when it keeps one), or the daemon's
+//! `Sweep` between full passes. These walks, and `read_cgroup` for one
+//! cgroup, are the only readers of a cgroup's own programs.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -46,23 +48,34 @@ impl VisitError {
     }
 }
 
-/// Where a walk's records go.
-pub struct Sink<'a> {
+/// Where a walk's records go, one cgroup at a time, parents first.
+pub trait Sink {
+    /// One cgroup; `access` reaches it for what the record does not carry.
+    fn record(&mut self, r: Record<'_>, access: &impl Access);
+    /// The in-kernel pass runs again from the start: what came is void.
+    fn restart(&mut self);
+}
+
+/// The audit's sink: the report's placement, and the daemon's tree.
+pub struct Placing<'a> {
     pub placement: Placement<'a>,
     /// Every cgroup, while there are at most `tree_max` (the daemon's).
     pub tree: Option<Tree>,
+    root_id: u64,
     tree_max: usize,
     /// The tree outgrew `tree_max` and was let go.
     pub tree_over: bool,
 }
 
-impl<'a> Sink<'a> {
+impl<'a> Placing<'a> {
     /// Records go to `placement`, and to a tree of up to `tree_max` cgroups
     /// (0: none).
-    pub fn new(placement: Placement<'a>, root_id: u64, tree_max: usize) -> Sink<'a> {
-        Sink { placement, tree: (tree_max > 0).then(|| Tree::new(root_id)), tree_max, tree_over: false }
+    pub fn new(placement: Placement<'a>, root_id: u64, tree_max: usize) -> Placing<'a> {
+        Placing { placement, tree: (tree_max > 0).then(|| Tree::new(root_id)), root_id, tree_max, tree_over: false }
     }
+}
 
+impl Sink for Placing<'_> {
     fn record(&mut self, r: Record<'_>, access: &impl Access) {
         let seen = self.placement.add(r, access);
         if let Some(tree) = &mut self.tree {
@@ -76,10 +89,10 @@ impl<'a> Sink<'a> {
         }
     }
 
-    fn restart(&mut self, root_id: u64) {
+    fn restart(&mut self) {
         self.placement.restart();
         if !self.tree_over && self.tree_max > 0 {
-            self.tree = Some(Tree::new(root_id));
+            self.tree = Some(Tree::new(self.root_id));
         }
     }
 }
@@ -141,6 +154,10 @@ impl Access for IteratedCgroup<'_> {
         self.populated
     }
 
+    fn populated_known(&self) -> Option<bool> {
+        Some(self.populated)
+    }
+
     fn processes(&self) -> Vec<ProcessRef> {
         // Not found: removed since the pass, with nobody left to name.
         self.open().map(|fd| host::processes(fd.as_fd(), self.proc)).unwrap_or_default()
@@ -199,7 +216,7 @@ pub fn read_cgroup(
 
 /// Walks every cgroup below `root` by syscalls, querying the hooks in
 /// `support`.
-pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>, sink: &mut Sink<'_>) -> WalkStats {
+pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>, sink: &mut impl Sink) -> WalkStats {
     let mut raw = Vec::new();
     walk::walk(root, ctx.root_id, |entry, fd| {
         raw.clear();
@@ -219,11 +236,17 @@ pub fn walk_cgroups(root: OwnedFd, support: &Support, ctx: &WalkContext<'_>, sin
 /// iterator reports every hook's list, so no hook is skipped and no program
 /// loaded mid-walk can be missed; the tree is read under `cgroup_mutex`, so
 /// nothing vanishes half-read.
+///
+/// `names_after`: a sweep (`Walker::sweep`), whose records name only the
+/// cgroups with larger ids; the others' paths are then not known here, and
+/// are neither opened by path nor named in errors (`None`: every cgroup
+/// named).
 pub fn iter_cgroups(
     walker: &Walker,
     root: BorrowedFd<'_>,
+    names_after: Option<u64>,
     ctx: &WalkContext<'_>,
-    sink: &mut Sink<'_>,
+    sink: &mut impl Sink,
 ) -> Result<(WalkStats, crate::cgroup::iter::IterStats), IterError> {
     let mut stats = WalkStats::default();
     // (cgroup id, length of its path): the ancestors of the cgroup being
@@ -233,11 +256,11 @@ pub fn iter_cgroups(
     let mut path: Vec<u8> = Vec::new();
     let mut raw = Vec::new();
     let hooks = &walker.kernel().hooks;
-    let iter_stats = walker.walk(root, |step| {
+    let visit = |step| {
         let c: IterCgroup = match step {
             Step::Cgroup(c) => c,
             Step::Restart => {
-                sink.restart(ctx.root_id);
+                sink.restart();
                 stats = WalkStats::default();
                 stack.clear();
                 return;
@@ -269,7 +292,10 @@ pub fn iter_cgroups(
                     prog_flags: p.prog_flags,
                 }),
                 None => stats.errors.push(WalkError {
-                    cgroup: format!("/{}", crate::text::shown(&path)),
+                    cgroup: match names_after {
+                        None => format!("/{}", crate::text::shown(&path)),
+                        Some(_) => format!("cgroup {}", c.id),
+                    },
                     op: "bpf_iter",
                     error: format!(
                         "program {} on hook {} ({}), which this agent does not know",
@@ -283,6 +309,10 @@ pub fn iter_cgroups(
         let parent = if c.id == ctx.root_id { 0 } else { c.parent_id };
         let access = IteratedCgroup { root, id: c.id, path: &path, populated: c.populated, proc: ctx.proc };
         sink.record(Record { id: c.id, parent, name: &c.name, own: &raw }, &access);
-    })?;
+    };
+    let iter_stats = match names_after {
+        None => walker.walk(root, visit)?,
+        Some(after) => walker.sweep(root, after, visit)?,
+    };
     Ok((stats, iter_stats))
 }

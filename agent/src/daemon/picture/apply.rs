@@ -171,7 +171,7 @@ impl Picture {
         }
         let in_kube = tree.get(id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
         self.changed();
-        Effect::Applied { findings: in_kube }
+        Effect::Made { cgroup_id: id, findings: in_kube }
     }
 
     pub(super) fn removed(&mut self, id: u64) -> Effect {

@@ -3,12 +3,10 @@ use crate::bpf::AttachFlags;
 use crate::bpf::BpfCommand;
 use crate::bpf::ProgType;
 use crate::bpf::programs::Program;
-use crate::cgroup::tree::Record;
 use crate::event::{Change, Hints};
 use crate::fixtures::*;
 use crate::snapshot::Effective;
-
-const POD_UID: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c0d";
+use std::time::Duration;
 
 fn ev(change: Change) -> Event {
     Event { seq: 1, time_unix_ms: 1, change, pid: 7, tid: 7, comm: "runc".into(), caller_cgroup_id: 1 }
@@ -22,17 +20,8 @@ fn connect4(e: &Effective) -> Vec<u32> {
     e.get(&t("connect4")).cloned().unwrap_or_default()
 }
 
-/// A node: root 1, /kubepods 2, /kubepods/burstable 3, one pod 4.
 fn picture() -> Picture {
-    let mut s = node();
-    s.pods.push(pod_cgroup(&format!("/kubepods/burstable/pod{POD_UID}"), 4, POD_UID, &[]));
-    let mut tree = Tree::new(1);
-    let pod = format!("pod{POD_UID}");
-    for (id, parent, name) in [(2, 1, "kubepods"), (3, 2, "burstable"), (4, 3, pod.as_str())] {
-        assert!(tree.add(Record { id, parent, name: name.as_bytes(), own: &[] }, false, None));
-    }
-    s.tree = Some(tree);
-    Picture::new(s)
+    Picture::new(one_pod_tree())
 }
 
 fn made(id: u64, parent: u64, name: &str) -> Event {
@@ -50,8 +39,8 @@ fn pod_effective(p: &mut Picture) -> Effective {
 fn cgroups_made_past_the_limit_let_the_tree_go() {
     let mut p = picture();
     p.limit_tree(6);
-    assert_eq!(p.apply(&made(5, 4, "c1")), Effect::Applied { findings: true });
-    assert_eq!(p.apply(&made(6, 4, "c2")), Effect::Applied { findings: true });
+    assert_eq!(p.apply(&made(5, 4, "c1")), Effect::Made { cgroup_id: 5, findings: true });
+    assert_eq!(p.apply(&made(6, 4, "c2")), Effect::Made { cgroup_id: 6, findings: true });
     assert!(p.tracked());
     assert_eq!(p.apply(&made(7, 4, "c3")), Effect::Unplaced, "a 7th cgroup");
     assert!(!p.tracked());
@@ -106,7 +95,7 @@ fn all() -> Vec<AttachType> {
 fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again() {
     let mut p = picture();
     let e = p.apply(&made(5, 4, "ctr"));
-    assert_eq!(e, Effect::Applied { findings: true }, "a new container may lack what the pod has");
+    assert_eq!(e, Effect::Made { cgroup_id: 5, findings: true }, "a new container may lack what the pod has");
     // Empty when made: a container once it holds processes, as the full
     // pass reads it (cgroup.events), and one no more when they leave.
     assert!(p.snapshot().pods[0].containers.is_empty());
@@ -121,7 +110,7 @@ fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again()
     let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
     let check = Check::Holds { prog_id: 90, hook: t("device") };
     assert_eq!(e, Effect::Reread { cgroup_id: 5, programs: vec![90], check });
-    let (removed, added, findings) = p.set_hook(5, &all(), &[multi("device", 90)], None);
+    let Reading { removed, added, findings, .. } = p.set_hook(5, &all(), &[multi("device", 90)], None, Check::None);
     assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
     assert_eq!(p.snapshot().attachments.len(), 1);
     // Removed with its cgroup.
@@ -184,7 +173,7 @@ fn a_release_is_borne_out_by_one_copy_fewer_than_at_its_event() {
     }
     let two = [multi("connect4", 90), multi("connect4", 90)];
     let one = [multi("connect4", 90)];
-    p.set_hook(4, &[t("connect4")], &two, None);
+    p.set_hook(4, &[t("connect4")], &two, None, Check::None);
     let Effect::Reread { check, .. } = p.apply(&release(7)) else { panic!("a release asks for a reading") };
     assert_eq!(check, Check::Released { prog_id: 90, hook: t("connect4"), link_id: 7, copies: 2 });
     assert!(!check.holds(&[], &two), "still on the hook: not yet released");
@@ -194,7 +183,7 @@ fn a_release_is_borne_out_by_one_copy_fewer_than_at_its_event() {
     assert!(!check.holds(&[], &[multi("connect4", 90), multi("connect4", 90), multi("connect6", 90)]));
     // A reading that put one copy fewer in the picture meanwhile (the
     // batch's own) does not move the baseline: the check still holds.
-    p.set_hook(4, &[t("connect4")], &one, None);
+    p.set_hook(4, &[t("connect4")], &one, None, Check::None);
     assert!(check.holds(&[], &one));
     assert_eq!(p.release_read(check, true), ReleaseNext::Done);
     assert!(p.releases_on(4).is_empty());
@@ -209,13 +198,16 @@ fn two_releases_of_one_program_each_need_their_own_copy_gone() {
     for link in [7, 8] {
         p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 90, Some(link))));
     }
-    p.set_hook(4, &[t("connect4")], &[multi("connect4", 90), multi("connect4", 90)], None);
+    p.set_hook(4, &[t("connect4")], &[multi("connect4", 90), multi("connect4", 90)], None, Check::None);
     let Effect::Reread { check: first, .. } = p.apply(&release(7)) else { panic!() };
     let Effect::Reread { check: second, .. } = p.apply(&release(8)) else { panic!() };
     assert!(matches!(second, Check::Released { copies: 1, link_id: 8, .. }), "{second:?}");
     let one = [multi("connect4", 90)];
     assert!(first.holds(&[], &one) && !second.holds(&[], &one));
     assert_eq!(p.releases_on(4), vec![first, second]);
+    let c4 = Some(t("connect4"));
+    assert_eq!(p.readings_again(4), [(first, c4), (second, c4)], "each of its own hook");
+    assert_eq!(p.readings_again(3), [(Check::None, None)], "every hook");
     assert_eq!(p.release_read(first, true), ReleaseNext::Done);
     assert_eq!(p.releases_on(4), vec![second]);
 }
@@ -227,7 +219,7 @@ fn two_releases_of_one_program_each_need_their_own_copy_gone() {
 fn a_release_never_borne_out_is_given_up_after_its_tries() {
     let mut p = picture();
     p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 90, Some(7))));
-    p.set_hook(4, &[t("connect4")], &[multi("connect4", 90)], None);
+    p.set_hook(4, &[t("connect4")], &[multi("connect4", 90)], None, Check::None);
     let Effect::Reread { check, .. } = p.apply(&release(7)) else { panic!() };
     for n in 1..RELEASE_TRIES {
         assert_eq!(p.release_read(check, false), ReleaseNext::Again(n));
@@ -250,7 +242,7 @@ fn what_the_call_named_is_a_hint_what_the_kernel_lists_is_the_answer() {
     // picture holds what the kernel lists.
     let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(4), "device", 90, None)));
     assert!(matches!(e, Effect::Reread { cgroup_id: 4, .. }));
-    let (_, added, findings) = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]));
+    let Reading { added, findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]), Check::None);
     assert_eq!(added[0].attach_type, t("connect4"));
     assert!(findings, "a socket-LB hook may change findings");
 }
@@ -287,20 +279,20 @@ fn effective_programs_follow_the_kernels_inheritance_rule() {
     let mut p = picture();
     let c4 = [t("connect4")];
     // connect4 at the root (multi) and on /kubepods (multi): both run.
-    p.set_hook(1, &c4, &[multi("connect4", 10)], None);
-    p.set_hook(2, &c4, &[multi("connect4", 20)], None);
+    p.set_hook(1, &c4, &[multi("connect4", 10)], None, Check::None);
+    p.set_hook(2, &c4, &[multi("connect4", 20)], None, Check::None);
     assert_eq!(connect4(&pod_effective(&mut p)), [20, 10], "the pod was placed again");
     // /kubepods exclusive, an override program on /kubepods/burstable:
     // the nearest runs; /kubepods (not multi) is skipped once one is
     // found; the root (multi) adds its own.
     let none = Attached { attach_type: t("connect4"), flags: AttachFlags::None, prog_id: 20, prog_flags: None };
     let over = Attached { attach_type: t("connect4"), flags: AttachFlags::Override, prog_id: 30, prog_flags: None };
-    p.set_hook(2, &c4, &[none], None);
-    p.set_hook(3, &c4, &[over], None);
+    p.set_hook(2, &c4, &[none], None, Check::None);
+    p.set_hook(3, &c4, &[over], None, Check::None);
     assert_eq!(connect4(&pod_effective(&mut p)), [30, 10]);
     // Nothing on the hooks: nothing in effect.
     for cg in [1, 2, 3] {
-        p.set_hook(cg, &c4, &[], None);
+        p.set_hook(cg, &c4, &[], None, Check::None);
     }
     assert!(pod_effective(&mut p).is_empty());
 }
@@ -309,10 +301,10 @@ fn effective_programs_follow_the_kernels_inheritance_rule() {
 fn a_new_pod_is_judged_by_what_is_in_effect_for_it() {
     let mut p = picture();
     p.snap.programs.insert(10, Program::new(10, "cil_sock4_connect", ProgType::CgroupSockAddr));
-    p.set_hook(1, &[t("connect4")], &[multi("connect4", 10)], None);
+    p.set_hook(1, &[t("connect4")], &[multi("connect4", 10)], None, Check::None);
     let uid = "11111111-2222-4333-8444-555555555555";
     let e = p.apply(&made(6, 3, &format!("pod{uid}")));
-    assert_eq!(e, Effect::Applied { findings: true });
+    assert_eq!(e, Effect::Made { cgroup_id: 6, findings: true });
     let pod = p.snapshot().pods.iter().find(|q| q.pod_uid == uid).unwrap();
     assert_eq!(connect4(&pod.effective), [10]);
     // Its container's set is the pod's own (judging reads each set once).
@@ -326,7 +318,7 @@ fn a_new_pod_is_judged_by_what_is_in_effect_for_it() {
 fn links_are_named_go_defunct_on_detach_and_are_reconciled_by_a_sweep() {
     let mut p = picture();
     p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", 10, Some(3))));
-    p.set_hook(4, &all(), &[multi("connect4", 10)], Some(vec![]));
+    p.set_hook(4, &all(), &[multi("connect4", 10)], Some(vec![]), Check::None);
     assert_eq!(p.snapshot().attachments[0].link_id, Some(3), "the link is named on its attachment");
     // LINK_DETACH names the link; its cgroup comes from the picture.
     let detach = Change::BpfCall {
@@ -355,13 +347,72 @@ fn links_are_named_go_defunct_on_detach_and_are_reconciled_by_a_sweep() {
 fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
     let mut p = picture();
     let procs = vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }];
-    let (_, _, findings) = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()));
+    let Reading { findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()), Check::None);
     assert!(findings);
     let path = format!("/kubepods/burstable/pod{POD_UID}");
     assert_eq!(p.snapshot().processes.get(&path), Some(&procs));
-    let (removed, _, findings) = p.set_hook(4, &all(), &[], None);
+    let Reading { removed, findings, .. } = p.set_hook(4, &all(), &[], None, Check::None);
     assert!(findings && removed.len() == 1);
     assert!(!p.snapshot().processes.contains_key(&path));
+}
+
+/// A reading says what follows it: a release not borne out is read again
+/// until its tries run out, another check not borne out is a full pass, and
+/// a reading that bears its event out is the end of it.
+#[test]
+fn a_reading_says_what_follows_it() {
+    let mut p = picture();
+    let (c4, prog) = (t("connect4"), 90);
+    p.apply(&ev(call(BpfCommand::LinkCreate, Some(4), "connect4", prog, Some(7))));
+    p.set_hook(4, &[c4], &[multi("connect4", prog)], None, Check::None);
+    let Effect::Reread { check, .. } = p.apply(&release(7)) else { panic!("a release asks for a reading") };
+    let still = p.set_hook(4, &[c4], &[multi("connect4", prog)], None, check);
+    assert!(still.unconfirmed);
+    assert_eq!(still.then, ReleaseNext::Again(1), "still on its hook: read again");
+    let gone = p.set_hook(4, &[c4], &[], None, check);
+    assert_eq!((gone.unconfirmed, gone.then), (false, ReleaseNext::Done));
+    assert_eq!(gone.removed, [multi("connect4", prog)]);
+    // An attach the reading does not show: the event was about another
+    // cgroup (the caller swapped its fd).
+    let holds = Check::Holds { prog_id: 91, hook: c4 };
+    let other = p.set_hook(4, &[c4], &[], None, holds);
+    assert_eq!((other.unconfirmed, other.then), (true, ReleaseNext::GiveUp));
+    let borne = p.set_hook(4, &[c4], &[multi("connect4", 91)], None, holds);
+    assert_eq!((borne.unconfirmed, borne.then), (false, ReleaseNext::Done));
+    // A detach of what the picture did not hold.
+    let nothing = p.set_hook(3, &[c4], &[], None, Check::Removes);
+    assert_eq!(nothing.then, ReleaseNext::GiveUp);
+}
+
+/// The largest count of programs one cgroup holds on a hook (the
+/// `hook_programs_max` gauge) rises at once, and is counted again over the
+/// tree only when the cgroup that held it shrank.
+#[test]
+fn the_largest_count_on_a_hook_rises_at_once_and_falls_to_the_next_largest() {
+    let mut p = picture();
+    let c4 = t("connect4");
+    let n = |k: u32| (0..k).map(|i| multi("connect4", 100 + i)).collect::<Vec<_>>();
+    assert_eq!(p.set_hook(3, &[c4], &n(2), None, Check::None).hook_max, [(c4, 2)]);
+    assert_eq!(p.set_hook(4, &[c4], &n(5), None, Check::None).hook_max, [(c4, 5)]);
+    assert_eq!(p.set_hook(3, &[c4], &n(3), None, Check::None).hook_max, [], "below the largest");
+    assert_eq!(p.set_hook(3, &[c4], &n(1), None, Check::None).hook_max, [], "not the cgroup that held it");
+    assert_eq!(p.set_hook(4, &[c4], &n(4), None, Check::None).hook_max, [(c4, 4)], "it shrank");
+    assert_eq!(p.set_hook(4, &[c4], &[], None, Check::None).hook_max, [(c4, 1)], "the next largest");
+    // Other hooks read with it are untouched.
+    let r = p.set_hook(4, &[c4, t("sendmsg4")], &[multi("sendmsg4", 7)], None, Check::None);
+    assert_eq!(r.hook_max, [(t("sendmsg4"), 1)]);
+}
+
+fn swept(seen: &[(u64, u64, Option<bool>)], named: &[(u64, &str)], attached: &[(u64, Attached)]) -> Sweep {
+    use crate::daemon::sweep::Seen;
+    let mut s = Sweep::new(4);
+    s.cgroups = seen.len() as u64;
+    s.seen = seen.iter().map(|&(id, parent, populated)| Seen { id, parent, populated }).collect();
+    s.named = named.iter().map(|(id, n)| (*id, n.as_bytes().to_vec())).collect();
+    for (id, a) in attached {
+        s.attached.entry(*id).or_default().push(*a);
+    }
+    s
 }
 
 /// Issue 36, H3: the sources without cgroup events learn of the tree from
@@ -370,37 +421,95 @@ fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
 /// cgroup it sees but cannot name asks for a full pass.
 #[test]
 fn a_sweep_makes_the_tree_what_the_kernel_holds() {
-    use crate::daemon::sweep::Seen;
     let mut p = picture();
     assert_eq!(p.max_id(), Some(4));
-    assert_eq!(p.apply(&made(5, 4, "old")), Effect::Applied { findings: true });
-    let seen = |id, parent, populated| Seen { id, parent, populated: Some(populated) };
+    assert_eq!(p.apply(&made(5, 4, "old")), Effect::Made { cgroup_id: 5, findings: true });
+    let up = |id, parent, populated| (id, parent, Some(populated));
     // 5 went; 6 (a container of the pod, with processes) came; the pod
     // itself now holds none.
-    let sweep = [seen(1, 0, false), seen(2, 1, false), seen(3, 2, false), seen(4, 3, false), seen(6, 4, true)];
-    let named = HashMap::from([(6, b"ctr".to_vec())]);
-    let swept = p.after_sweep(&sweep, &named);
-    assert_eq!(swept, Swept { made: vec![6], findings: true, unplaced: false, changes: 2 });
+    let tree = [up(1, 0, false), up(2, 1, false), up(3, 2, false), up(4, 3, false), up(6, 4, true)];
+    let sweep = swept(&tree, &[(6, "ctr")], &[]);
+    let effects = p.after_sweep(&sweep, None);
+    assert_eq!(effects, [Effect::Applied { findings: true }, Effect::Made { cgroup_id: 6, findings: true }]);
     assert_eq!(p.path(6).as_deref(), Some(format!("/kubepods/burstable/pod{POD_UID}/ctr").as_str()));
     assert_eq!(p.path(5), None, "removed");
     let snap = p.snapshot();
     assert_eq!(snap.pods[0].containers.len(), 1, "the new container holds the pod's processes: {:?}", snap.pods);
     // The same sweep again changes nothing.
-    assert_eq!(p.after_sweep(&sweep, &named), Swept::default());
+    assert_eq!(p.after_sweep(&sweep, None), []);
     // Processes left the container: taken as seen.
-    let emptied = [seen(1, 0, false), seen(2, 1, false), seen(3, 2, false), seen(4, 3, false), seen(6, 4, false)];
-    assert!(p.after_sweep(&emptied, &HashMap::new()).findings);
+    let emptied = [up(1, 0, false), up(2, 1, false), up(3, 2, false), up(4, 3, false), up(6, 4, false)];
+    assert_eq!(p.after_sweep(&swept(&emptied, &[], &[]), None), [Effect::Applied { findings: true }]);
     assert!(p.snapshot().pods[0].containers.is_empty());
     // A cgroup the picture does not know and the sweep did not name.
-    let unknown = [
-        seen(1, 0, false),
-        seen(2, 1, false),
-        seen(3, 2, false),
-        seen(4, 3, false),
-        seen(6, 4, false),
-        seen(7, 6, true),
-    ];
-    assert!(p.after_sweep(&unknown, &HashMap::new()).unplaced);
+    let unknown = [up(1, 0, false), up(2, 1, false), up(3, 2, false), up(4, 3, false), up(6, 4, false), up(7, 6, true)];
+    assert_eq!(p.after_sweep(&swept(&unknown, &[], &[]), None), [Effect::Unplaced]);
+}
+
+/// The syscall walk does not read whether processes are in a cgroup: a
+/// cgroup it names is added as holding some (its read a moment later
+/// says), and a known cgroup keeps what the picture held.
+#[test]
+fn a_sweep_that_did_not_read_processes_changes_none() {
+    let mut p = picture();
+    let unread = [(1, 0, None), (2, 1, None), (3, 2, None), (4, 3, None), (5, 4, None)];
+    assert_eq!(
+        p.after_sweep(&swept(&unread, &[(5, "ctr")], &[]), None),
+        [Effect::Made { cgroup_id: 5, findings: true }]
+    );
+    assert_eq!(p.snapshot().pods[0].containers.len(), 1);
+    assert_eq!(p.after_sweep(&swept(&unread, &[], &[]), None), []);
+}
+
+/// What a sweep lists on each cgroup is compared with the picture's: a
+/// cgroup whose programs differ, or whose links changed, is read again; the
+/// same programs in another order are the same.
+#[test]
+fn a_sweep_reads_again_the_cgroups_whose_programs_or_links_differ() {
+    let mut p = picture();
+    p.set_hook(1, &all(), &[multi("connect4", 10), multi("sendmsg4", 11)], None, Check::None);
+    let tree = [(1, 0, None), (2, 1, None), (3, 2, None), (4, 3, None)];
+    let same = swept(&tree, &[], &[(1, multi("sendmsg4", 11)), (1, multi("connect4", 10))]);
+    assert_eq!(p.after_sweep(&same, Some(Vec::new())), [], "the same programs, listed in another order");
+    // One more on the pod; one gone from the root.
+    let moved = swept(&tree, &[], &[(1, multi("connect4", 10)), (4, multi("connect4", 12))]);
+    let reread = |cgroup_id| Effect::Reread { cgroup_id, programs: Vec::new(), check: Check::None };
+    assert_eq!(p.after_sweep(&moved, None), [reread(1), reread(4)]);
+    // A link made on cgroup 3 (its attachment unchanged in the picture).
+    let link = CgroupLinkInfo { link_id: 7, prog_id: 10, cgroup_id: 3, attach_type: t("connect4").kernel_value() };
+    assert_eq!(p.after_sweep(&same, Some(vec![link])), [reread(3)]);
+    assert_eq!(p.after_sweep(&same, Some(vec![link])), [], "taken once");
+}
+
+/// Without the tree nothing can be read again by path: any difference is a
+/// full pass. A count of cgroups that did not move proves nothing: the
+/// programs are compared too.
+#[test]
+fn a_sweep_without_the_tree_asks_for_a_full_pass_on_any_difference() {
+    let mut p = picture();
+    p.set_hook(1, &all(), &[multi("connect4", 10)], None, Check::None);
+    let cgroups = p.cgroups();
+    p.drop_tree();
+    assert!(!p.tracked());
+    let tree: Vec<_> = (1..=cgroups).map(|id| (id, id - 1, None)).collect();
+    let same = swept(&tree, &[], &[(1, multi("connect4", 10))]);
+    assert_eq!(p.after_sweep(&same, Some(Vec::new())), []);
+    let other_program = swept(&tree, &[], &[(1, multi("connect4", 11))]);
+    assert_eq!(p.after_sweep(&other_program, None), [Effect::Unplaced], "the count did not move");
+    let more: Vec<_> = (1..=cgroups + 1).map(|id| (id, id - 1, None)).collect();
+    assert_eq!(p.after_sweep(&swept(&more, &[], &[(1, multi("connect4", 10))]), None), [Effect::Unplaced]);
+    let link = CgroupLinkInfo { link_id: 7, prog_id: 10, cgroup_id: 1, attach_type: t("connect4").kernel_value() };
+    assert_eq!(p.after_sweep(&same, Some(vec![link])), [Effect::Unplaced], "a link more");
+}
+
+#[test]
+fn a_check_reads_its_own_hook_or_the_detach_calls() {
+    let (c4, s4) = (t("connect4"), t("sendmsg4"));
+    assert_eq!(Check::Holds { prog_id: 1, hook: c4 }.hook(Some(s4)), Some(c4));
+    assert_eq!(Check::Released { prog_id: 1, hook: c4, link_id: 2, copies: 1 }.hook(None), Some(c4));
+    assert_eq!(Check::Removes.hook(Some(s4)), Some(s4));
+    assert_eq!(Check::Removes.hook(None), None);
+    assert_eq!(Check::None.hook(Some(s4)), None);
 }
 
 /// Issue 38's red team: a read that fails, or a pod it could not read,
@@ -438,6 +547,17 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
     };
     let good = PodNetworks { pods: vec![pod("a", cilium(), vec![]), pod("b", vec![], vec![])], ..Default::default() };
     assert!(p.set_pod_networks(good.clone()));
+    // Started at 1 s, read at 0 s: within any grace, on a node whose pod
+    // "a" runs Cilium's datapath.
+    assert!(p.pods_within_grace(Duration::ZERO));
+    let later = PodNetworks { read_at: 1 + 30 + crate::daemon::schedule::INTERFACES.as_secs(), ..good.clone() };
+    p.set_pod_networks(later.clone());
+    assert!(p.pods_within_grace(Duration::from_secs(30)), "grace and one read after");
+    assert!(!p.pods_within_grace(Duration::from_secs(29)));
+    let no_datapath = PodNetworks { pods: vec![pod("b", vec![], vec![])], read_at: 0, ..Default::default() };
+    p.set_pod_networks(no_datapath);
+    assert!(!p.pods_within_grace(Duration::from_secs(30)), "nothing to be outside of");
+    p.set_pod_networks(good.clone());
     let named = |p: &Picture| match &p.last().pod_networks.pods[0].net {
         Net::Interfaces { interfaces } => interfaces[0].programs.first().map(|p| p.prog_name.clone()),
         _ => None,

@@ -360,3 +360,49 @@ fn a_pods_read_due_while_a_read_runs_comes_after_it() {
     assert!(s.interfaces_due(t(4091)), "the pod's read, now");
     assert!(!s.interfaces_due(t(4092)));
 }
+
+/// Each due time `next` reads, alone, is offered by `due` as its kind of
+/// work, in the round it comes due or the next: `due` never falls through
+/// to a zero wait.
+#[test]
+fn every_due_time_is_offered_by_a_round() {
+    type Make = fn(&mut Schedule);
+    let cases: [(&str, Make, Due); 8] = [
+        (
+            "a judgement",
+            |s| {
+                s.judged(t(299), t(300));
+                assert!(!s.judge_soon(t(300)));
+            },
+            Due::Judge,
+        ),
+        (
+            "the node state",
+            |s| {
+                s.judging(t(300));
+                s.judged(t(300), t(301));
+            },
+            Due::Judge,
+        ),
+        ("the interfaces", |s| s.pods_seen(t(300), true), Due::Interfaces),
+        ("a pod's read", |s| s.pod_started(t(300), ms(0)), Due::Interfaces),
+        ("a cgroup read again", |s| s.read_again(t(300), 9, 0), Due::Read),
+        ("a new cgroup's processes", |s| assert!(s.new_cgroup(t(300), 9)), Due::Read),
+        ("a full pass asked", |s| s.ask_full_pass(t(300), Trigger::Unplaced), Due::FullPass(Trigger::Unplaced)),
+        ("the interval", |_| {}, Due::FullPass(Trigger::Interval)),
+    ];
+    for (what, make, kind) in cases {
+        let mut s = after_startup(false, false);
+        make(&mut s);
+        let at = if kind == Due::FullPass(Trigger::Interval) { t(3_600_300) } else { t(60_000) };
+        // Each of the round's kinds is offered once before a new round.
+        let offered: Vec<Due> = (0..5).map(|_| s.due(at)).collect();
+        assert!(offered.contains(&kind), "{what}: {offered:?}");
+        assert!(!offered.contains(&Due::Wait(Duration::ZERO)), "{what}: {offered:?}");
+    }
+    // The link sweep, and the reading fallback's sweep and new cgroups.
+    let mut s = after_startup(true, true);
+    assert!(s.new_cgroup(t(300), 9));
+    let offered: Vec<Due> = (0..3).map(|_| s.due(t(60_000))).collect();
+    assert_eq!(offered[..2], [Due::LinkSweep, Due::Read], "{offered:?}");
+}

@@ -12,9 +12,9 @@ use crossbeam_channel::Receiver;
 use super::Worker;
 use crate::bpf::AttachType;
 use crate::bpf::programs;
-use crate::bpf::query::{Attached, Support};
+use crate::bpf::query::Support;
 use crate::daemon::metrics::{Trigger, Work};
-use crate::daemon::picture::{Check, ReleaseNext};
+use crate::daemon::picture::{Check, Effect, ReleaseNext};
 use crate::event::Event;
 use crate::findings;
 use crate::scan;
@@ -126,52 +126,38 @@ impl Worker {
                 }
                 let Some(picture) = self.picture.as_mut() else { return false };
                 let populated_changed = populated.is_some_and(|p| picture.set_populated(cgroup_id, p));
-                let (removed, added, findings) = picture.set_hook(
+                let reading = picture.set_hook(
                     cgroup_id,
                     &hooks,
                     &attached,
                     // Read with the socket-LB hooks only (see read_cgroup).
                     (processes && hooks.iter().any(|t| crate::owner::is_root_hook(*t))).then_some(procs),
+                    check,
                 );
-                let unconfirmed = !check.holds(&removed, &attached);
                 let snap = picture.last();
                 let at_root = cgroup_id == snap.root.cgroup_id;
                 let cx = findings::Ctx::new(snap, &self.config.policy);
                 let path = picture.path(cgroup_id).unwrap_or_default();
-                for (a, delta) in removed.iter().map(|a| (a, -1)).chain(added.iter().map(|a| (a, 1))) {
+                let removed = reading.removed.iter().map(|a| (a, -1));
+                for (a, delta) in removed.chain(reading.added.iter().map(|a| (a, 1))) {
                     let owner = cx.owned_at(cgroup_id, &path, a.attach_type, a.prog_id).owner;
                     self.shared.metrics.attachment(a.attach_type, owner, at_root, delta);
                 }
-                // The largest count per hook: raised at once; counted again
-                // over the picture only when the cgroup that held it shrank.
-                for &t in &hooks {
-                    let n = |v: &[Attached]| v.iter().filter(|a| a.attach_type == t).count() as i64;
-                    let (old, new, max) = (n(&removed), n(&added), self.shared.metrics.hook_programs_max(t));
-                    if new > max {
-                        self.shared.metrics.set_hook_programs_max(t, new);
-                    } else if old == max && new < old {
-                        self.shared.metrics.set_hook_programs_max(t, picture.most_on(t) as i64);
-                    }
+                for &(t, max) in &reading.hook_max {
+                    self.shared.metrics.set_hook_programs_max(t, max as i64);
                 }
                 self.shared.metrics.incremental_update();
-                match (check, unconfirmed) {
-                    (Check::Released { .. }, borne) => match picture.release_read(check, !borne) {
-                        ReleaseNext::Done => {}
-                        // The link's id is gone, yet the kernel has not taken
-                        // it off the hook: read that hook again shortly.
-                        ReleaseNext::Again(tries) => self.schedule.read_again(Instant::now(), cgroup_id, tries),
-                        ReleaseNext::GiveUp => {
-                            tracing::debug!(cgroup_id, ?check, "a release was never borne out; a full pass will");
-                            self.ask_full_pass(Trigger::Unplaced);
-                        }
-                    },
-                    (_, true) => {
+                match reading.then {
+                    ReleaseNext::Done => {}
+                    // The link's id is gone, yet the kernel has not taken
+                    // it off the hook: read that hook again shortly.
+                    ReleaseNext::Again(tries) => self.schedule.read_again(Instant::now(), cgroup_id, tries),
+                    ReleaseNext::GiveUp => {
                         tracing::debug!(cgroup_id, ?check, "a re-read did not bear out its event; a full pass will");
                         self.ask_full_pass(Trigger::Unplaced);
                     }
-                    (_, false) => {}
                 }
-                findings || populated_changed
+                reading.findings || populated_changed
             }
             // Removed meanwhile: its rmdir event follows.
             Err(err) if err.gone => {
@@ -259,12 +245,9 @@ impl Worker {
         if !unknown.is_empty() {
             self.learn_programs(&unknown);
         }
-        let grace = self.config.policy.endpoint_grace.as_secs() + crate::daemon::schedule::INTERFACES.as_secs();
-        let waiting = nets.pods.iter().any(|p| p.started.is_some_and(|s| nets.read_at.saturating_sub(s) <= grace));
         let Some(picture) = self.picture.as_mut() else { return false };
         let changed = picture.set_pod_networks(nets);
-        // A young pod's verdict comes with time, on a node with a datapath.
-        let waiting = waiting && !crate::findings::outside_datapath::datapaths(picture.last()).is_empty();
+        let waiting = picture.pods_within_grace(self.config.policy.endpoint_grace);
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         changed || waiting
     }
@@ -304,15 +287,9 @@ impl Worker {
         // pass from its turn either.
         while started.elapsed() < READ_BUDGET {
             let Some(id) = self.schedule.take_read_again(now) else { break };
-            let releases = self.picture.as_ref().map(|p| p.releases_on(id)).unwrap_or_default();
-            if releases.is_empty() {
-                judge |= self.reread(id, Check::None);
-            }
-            // Each its own hook, with its own check.
-            for check in releases {
-                if let Check::Released { hook, .. } = check {
-                    judge |= self.read_hooks(id, check, Some(&[hook]), false);
-                }
+            let readings = self.picture.as_ref().map(|p| p.readings_again(id)).unwrap_or_default();
+            for (check, hook) in readings {
+                judge |= self.read_hooks(id, check, hook.as_ref().map(std::slice::from_ref), hook.is_none());
             }
             read = true;
         }
@@ -377,55 +354,37 @@ impl Worker {
         // Without the tree nothing is placed: names are not needed.
         let names_after = picture.max_id().unwrap_or(u64::MAX);
         let swept = crate::daemon::sweep::sweep(root.as_fd(), snap.root.cgroup_id, names_after, &support, in_kernel);
+        let tracked = picture.tracked();
         let mut judge = false;
         let mut drained = Duration::ZERO;
         match swept {
             Ok(sweep) => {
                 self.shared.metrics.attachment_sweep();
-                if !picture.tracked() {
-                    // Nothing to read again by path: any change is a full pass.
-                    let links_differ =
-                        programs::cgroup_links().is_ok_and(|l| l.cgroup.len() != picture.last().cgroup_links.len());
-                    if sweep.cgroups != picture.cgroups()
-                        || links_differ
-                        || !picture.differing(&sweep.attached).is_empty()
-                    {
-                        self.ask_full_pass(Trigger::Unplaced);
-                    }
-                    if let Some(period) = self.schedule.swept(Instant::now(), started.elapsed()) {
-                        self.shared.metrics.set_sweep_period(period);
-                    }
-                    self.shared.metrics.busy(Work::Sweep, started.elapsed());
-                    return false;
-                }
                 // Attach events that came while the sweep ran (syscall
                 // tracing) are applied first: their time is the events',
-                // not the sweep's.
-                let applying = Instant::now();
-                judge |= self.apply_waiting(events);
-                drained = applying.elapsed();
-                let Some(picture) = self.picture.as_mut() else { return judge };
-                let tree = picture.after_sweep(&sweep.seen, &sweep.named);
-                self.shared.metrics.incremental_updates(tree.changes);
-                judge |= tree.findings;
-                if tree.unplaced {
-                    self.ask_full_pass(Trigger::Unplaced);
+                // not the sweep's. (Without the tree they would only ask
+                // for the full pass the sweep decides on.)
+                if tracked {
+                    let applying = Instant::now();
+                    judge |= self.apply_waiting(events);
+                    drained = applying.elapsed();
                 }
-                for id in tree.made {
-                    self.cgroup_made(id);
-                }
-                let Some(picture) = self.picture.as_mut() else { return judge };
-                let mut differ = picture.differing(&sweep.attached);
                 // Links are named on their attachments: what the kernel
-                // lists now, and the cgroups whose links changed.
-                if let Ok(links) = programs::cgroup_links() {
-                    self.shared.metrics.objects_skipped("link", links.skipped);
-                    differ.extend(picture.reconcile_links(links.cgroup));
-                }
-                differ.sort_unstable();
-                differ.dedup();
-                for id in differ {
-                    judge |= self.reread(id, Check::None);
+                // lists now.
+                let links = match programs::cgroup_links() {
+                    Ok(l) => {
+                        self.shared.metrics.objects_skipped("link", l.skipped);
+                        Some(l.cgroup)
+                    }
+                    Err(_) => None,
+                };
+                let Some(picture) = self.picture.as_mut() else { return judge };
+                for effect in picture.after_sweep(&sweep, links) {
+                    judge |= match effect {
+                        // The sweep read every hook: no event to bear out.
+                        Effect::Reread { cgroup_id, .. } => self.reread(cgroup_id, Check::None),
+                        effect => self.follow(effect, None).1,
+                    };
                 }
             }
             Err(e) => tracing::debug!(error = %e, "the attachment sweep failed; the full pass on --interval remains"),
