@@ -3,11 +3,17 @@
 //! mean for the host (a --proc that is procfs, a --cgroup-root that is a
 //! cgroup2 directory) is checked in `cmd::flags`, which also turns them
 //! into the modules' own settings; nothing below `cmd` sees a flag.
+//!
+//! One rule for a flag that takes one of a few words: its values are the
+//! variants of the type it sets, which derives `clap::ValueEnum` where it
+//! is defined (`--walk`: `scan::WalkMethod`; `--events`:
+//! `trace::Source`), each variant's doc comment its `--help` line. An enum
+//! is defined here only when nothing but the command line uses it.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::builder::{BoolishValueParser, NonEmptyStringValueParser, PossibleValue};
+use clap::builder::{BoolishValueParser, NonEmptyStringValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::daemon::Remediate;
@@ -329,51 +335,6 @@ pub struct AuditArgs {
 
     #[command(flatten)]
     pub scan: ScanArgs,
-}
-
-/// `--walk`'s values (the type is the scan's, which knows no clap).
-impl ValueEnum for WalkMethod {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[WalkMethod::Auto, WalkMethod::BpfIter, WalkMethod::Syscalls]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(match self {
-            WalkMethod::Auto => PossibleValue::new("auto").help(
-                "The in-kernel iterator, or the syscall walk when the kernel cannot run it (the reason is reported)",
-            ),
-            WalkMethod::BpfIter => PossibleValue::new("bpf-iter")
-                .help("The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise"),
-            WalkMethod::Syscalls => {
-                PossibleValue::new("syscalls").help("One directory open and a BPF_PROG_QUERY per hook for every cgroup")
-            }
-        })
-    }
-}
-
-/// `--events`'s values (the type is the event sources', which know no clap).
-impl ValueEnum for Source {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Source::Auto, Source::Fexit, Source::Kprobe, Source::Reading, Source::Syscalls, Source::None]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        let help = match self {
-            Source::Auto => "The best of fexit, kprobe and reading that this kernel allows",
-            Source::Fexit => {
-                "fexit/fentry on the kernel functions that change cgroup attachments (no cost to other syscalls; x86_64 5.5+, arm64 6.4+, with BTF)"
-            }
-            Source::Kprobe => "kprobes on the same functions (no cost to other syscalls)",
-            Source::Reading => {
-                "No kernel program: the tree and every attachment swept every 2 to 8 seconds (no cost to other syscalls)"
-            }
-            Source::Syscalls => {
-                "A program at every syscall's exit: names the caller of every bpf() call, and every syscall on the node pays (a getppid() loop +78%, dd bs=64 +53%). x86_64 only: refused at start (exit 2) on other architectures"
-            }
-            Source::None => "None: the whole tree every --interval",
-        };
-        Some(PossibleValue::new(self.as_str()).help(help))
-    }
 }
 
 #[derive(Debug, clap::Args)]

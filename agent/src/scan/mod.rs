@@ -77,15 +77,15 @@ impl ScanOptions {
 }
 
 /// How the cgroup tree is read (`--walk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum WalkMethod {
     /// The in-kernel iterator, or the syscall walk when the kernel cannot
-    /// run it (the reason is reported).
+    /// run it (the reason is reported)
     #[default]
     Auto,
-    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise.
+    /// The in-kernel iterator only (kernel 6.1+ with BTF); fail otherwise
     BpfIter,
-    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup.
+    /// One directory open and a BPF_PROG_QUERY per hook for every cgroup
     Syscalls,
 }
 
