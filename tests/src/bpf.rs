@@ -91,6 +91,14 @@ impl Prog {
         Prog::load_with(name, aya_obj::generated::bpf_prog_type::BPF_PROG_TYPE_SCHED_CLS as u32, any, &[0xb7, 0x95], 0)
     }
 
+    /// An XDP program named `name` that passes every packet (`XDP_PASS`).
+    pub fn load_xdp_pass(name: &str) -> Prog {
+        let any = AttachType::from_name("sock_ops").expect("sock_ops");
+        // mov64 r0, XDP_PASS (2) ; exit
+        let pass = 0xb7u64 | (2u64 << 32);
+        Prog::load_with(name, aya_obj::generated::bpf_prog_type::BPF_PROG_TYPE_XDP as u32, any, &[pass, 0x95], 0)
+    }
+
     /// An allow-all program of a type that attaches to no cgroup (sk_msg,
     /// whose load checks no expected attach type); its `hook` field means
     /// nothing.

@@ -119,6 +119,10 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     let tcx = api_how == "tcx";
     let fresh = pod_with(&mut node, "shop", "web-1", false);
 
+    // An XDP program on web's interface is read too (IFLA_XDP), beside
+    // its CNI's.
+    let (_, xdp_prog) = cilium.attach("xdp", &web_veth);
+
     // What reading must not change: netns ids, qdiscs.
     let ids_before = on_node_network(&node, "ip", &["netns", "list-id"]);
     let early_qdiscs = on_node_network(&node, "tc", &["qdisc", "show", "dev", &early_veth]);
@@ -149,7 +153,11 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
     // The managed pods' programs, each as it was attached.
     let programs =
         |pod: &Pod| pod_net(&report, pod)["interfaces"][0]["programs"].as_array().cloned().unwrap_or_default();
-    let web_progs = programs(&web);
+    let mut web_progs = programs(&web);
+    let xdp: Vec<Value> = web_progs.iter().filter(|p| p["hook"] == "xdp").cloned().collect();
+    assert_eq!(xdp.len(), 1, "{web_progs:#?}");
+    assert_eq!((&xdp[0]["prog_id"], &xdp[0]["prog_name"]), (&xdp_prog.into(), &"xdp_pass".into()), "{xdp:#?}");
+    web_progs.retain(|p| p["hook"] != "xdp");
     assert_eq!(web_progs.len(), 1, "{web_progs:#?}");
     assert_eq!(web_progs[0]["hook"], "tc_ingress");
     assert_eq!(web_progs[0]["prog_name"], "cil_from_container");
