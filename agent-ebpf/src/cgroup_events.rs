@@ -1,3 +1,6 @@
+//! (Over 500 lines: one object, whose programs share the ring buffer,
+//! the budgets and the record layout; each tier's programs are a section.)
+//!
 //! Reports the changes made to cgroup BPF attachments and to the cgroup
 //! tree, so the agent updates its picture of the node at once instead of
 //! re-reading it. The agent loads one set of these programs, the best the

@@ -153,6 +153,11 @@ impl Place {
         }
     }
 
+    /// A pod's cgroup or one below it: what a pod's findings are about.
+    pub fn in_kube(&self) -> bool {
+        matches!(self, Place::Pod { .. } | Place::InPod { .. })
+    }
+
     #[cfg(test)]
     pub fn is_pod(&self) -> bool {
         matches!(self, Place::Pod { .. })

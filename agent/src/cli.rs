@@ -440,7 +440,7 @@ pub struct ScanArgs {
     /// that names cilium-cni says the node runs Cilium's datapath even
     /// while its agent is down. k3s keeps it in
     /// /var/lib/rancher/k3s/agent/etc/cni/net.d.
-    #[arg(long, value_name = "DIR", default_value = crate::iface::config::CNI_CONF_DIR, value_parser = absolute_path)]
+    #[arg(long, value_name = "DIR", default_value = crate::scan::net::config::CNI_CONF_DIR, value_parser = absolute_path)]
     pub cni_conf_dir: PathBuf,
 
     /// Removed: Kmesh means its programs for the root, and they are judged

@@ -19,7 +19,6 @@ pub mod features;
 pub(crate) mod findings;
 #[cfg(test)]
 mod fixtures;
-pub(crate) mod iface;
 pub(crate) mod logging;
 pub mod mounts;
 pub(crate) mod os;

@@ -246,11 +246,11 @@ pub struct Datapath {
     pub owners: Vec<Owner>,
     /// What says the node runs an owner's datapath besides its programs:
     /// its running agent, or the node's CNI configuration.
-    pub configured: Vec<crate::iface::config::Configured>,
+    pub configured: Vec<crate::snapshot::net::Configured>,
     /// Why the interfaces could not be read, if they could not.
     pub error: Option<String>,
     /// Every pod: hostNetwork, its interfaces and their programs, or why not.
-    pub pods: Vec<crate::iface::PodNet>,
+    pub pods: Vec<crate::snapshot::net::PodNet>,
     /// Host interfaces the link dump described in a way that could not be
     /// decoded (left out).
     pub links_undecodable: u64,
@@ -322,7 +322,7 @@ impl Report {
                     .iter()
                     .map(|p| {
                         let named = snap.names.pod(&p.pod_uid, None);
-                        crate::iface::PodNet {
+                        crate::snapshot::net::PodNet {
                             namespace: named.map(|n| n.namespace.clone()),
                             name: named.map(|n| n.name.clone()),
                             ..p.clone()

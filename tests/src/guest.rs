@@ -51,7 +51,7 @@ pub fn platform(key: &str, value: &str) {
     println!("cgaudit-platform: {key}={value}");
 }
 
-/// `agent run --events SOURCE`, which this kernel refuses, ends at start
+/// `agent run --events SOURCE`, on a kernel that refuses it, ends at start
 /// with exit 2 and a log line that names the source and the reason.
 pub fn assert_refused(source: &str) {
     let out = std::process::Command::new(crate::spawn::agent_bin())

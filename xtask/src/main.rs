@@ -11,6 +11,9 @@
 //! - `cargo xtask dist`: the static, stripped binaries that ship (x86_64,
 //!   aarch64), their SBOMs and checksums (`dist`).
 //! - `cargo xtask image`: the multi-arch image, built offline with podman.
+//! - `cargo xtask bench`: the performance figures of docs/performance.md,
+//!   each beside its reference tool in the same run (`--audit`, `--tax`,
+//!   `--daemon`, `--hostile`, `--revision` for one part).
 //! - `cargo xtask setup`: only install what the build and the tests need.
 //!
 //! This file is the command line and its dispatch; the tasks are in the

@@ -18,13 +18,7 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<Report> {
     // Names only for what the findings are about.
     let mut wanted = findings::names_wanted(&findings::evaluate(&snap, &policy));
     // ... and the pods whose interfaces the report lists.
-    wanted.pods.extend(
-        snap.pod_networks
-            .pods
-            .iter()
-            .filter(|p| matches!(p.net, crate::iface::Net::Interfaces { .. }))
-            .map(|p| p.pod_uid.clone()),
-    );
+    wanted.pods.extend(snap.pod_networks.pods.iter().filter(|p| !p.interfaces().is_empty()).map(|p| p.pod_uid.clone()));
     snap.names = Namer::new(&opts.proc).lookup(&wanted);
     Ok(Report::new(&snap, &policy))
 }

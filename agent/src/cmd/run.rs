@@ -36,8 +36,8 @@ pub fn main(args: &RunArgs) -> anyhow::Result<u8> {
             max_cgroups: usize::try_from(args.max_cgroups).unwrap_or(usize::MAX),
         },
     };
-    let code = rt.block_on(daemon::serve(settings));
+    let served = rt.block_on(daemon::serve(settings));
     // An audit still walking on the blocking pool is abandoned, not awaited.
     rt.shutdown_timeout(Duration::from_millis(200));
-    Ok(code)
+    Ok(served?)
 }

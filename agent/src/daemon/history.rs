@@ -44,13 +44,13 @@ pub struct Recorded {
     pub cgroup: Option<String>,
     /// The caller's cgroup, the same way.
     pub caller_cgroup: Option<String>,
-    pub effect: Applied,
+    pub effect: Outcome,
 }
 
 /// What the daemon did with an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Applied {
+pub enum Outcome {
     /// It changes nothing the daemon shows.
     Nothing,
     /// The picture was updated from it.
@@ -203,7 +203,7 @@ mod tests {
             event: Event { seq, time_unix_ms: 0, change, pid: 1, tid: 1, comm: "x".into(), caller_cgroup_id: caller },
             cgroup: None,
             caller_cgroup: None,
-            effect: Applied::Nothing,
+            effect: Outcome::Nothing,
         }
     }
 

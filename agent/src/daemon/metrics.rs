@@ -1,5 +1,8 @@
 //! The daemon's Prometheus metrics: one `Metrics` struct owning one registry.
 //!
+//! Over 500 lines: every series is declared, described and updated here,
+//! so that `/metrics` and docs/metrics.md have one source.
+//!
 //! Naming follows Prometheus conventions (base units, `_total` counters, a
 //! `_build_info` gauge). Labels stay bounded: attach type and owner class on
 //! counts; only the per-finding series name cgroups, pods and programs, and a
@@ -17,31 +20,11 @@ use axum::body::Bytes;
 use strum::IntoEnumIterator;
 
 use crate::bpf::{AttachType, BpfCommand};
+use crate::daemon::schedule::Trigger;
 use crate::daemon::trace::Source;
 use crate::findings::{Finding, Kind, Severity};
 use crate::owner::Owner;
 use crate::report::Report;
-
-/// Why a full pass over the tree was run (the `trigger` label of
-/// `cgaudit_audits_total`). Events that the picture can place update it
-/// instead (`cgaudit_incremental_updates_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
-#[strum(serialize_all = "snake_case")]
-pub enum Trigger {
-    Startup,
-    /// The safety net every --interval.
-    Interval,
-    /// The kernel dropped events (ring buffer full, or over budget).
-    EventsLost,
-    /// An event the picture could not place (a cgroup changed under it).
-    Unplaced,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
 
 /// The labels of `cgaudit_socket_lb_misattached`. The pod and container a
 /// series is about are `pod_namespace`, `pod_name`, `container_name` (as

@@ -1,12 +1,23 @@
 //! `agent run`: the long-running node agent, and everything it adds to the
 //! audit. A worker thread owns the node's picture (`picture`, `worker`): a
 //! full pass at start and every `--interval`, kernel change events applied
-//! in between, each due time kept by `schedule`. The event sources
-//! (`trace`) feed it from a reader thread of their own; `sweep` lists every
-//! attachment for the reading fallback; `metrics` is the one registry;
-//! HTTP (`http`, `listen`) runs on a small tokio runtime. If the worker
-//! ever stops, the process exits non-zero, so the probes and the kubelet
-//! see it, rather than serving a stale report.
+//! in between, each due time kept by `schedule`.
+//!
+//! - `trace`: the event sources (`--events`: fexit, kprobe, syscalls,
+//!   reading, none), their programs and the reader thread that feeds the
+//!   worker;
+//! - `sweep`: one pass over every attachment, for the sources without
+//!   cgroup events (reading, syscalls);
+//! - `picture`: the node kept by events (pure: events in, effects out);
+//! - `schedule`: every due time (pure);
+//! - `worker`: the loop that does what is due (reads, passes, judgements,
+//!   remediation), and publishes;
+//! - `history`: the recent events `/events` shows;
+//! - `metrics`: the one registry;
+//! - `http` and `listen`: the endpoints, on a small tokio runtime.
+//!
+//! If the worker ever stops, the process exits non-zero, so the probes and
+//! the kubelet see it, rather than serving a stale report.
 
 pub mod history;
 pub mod http;
@@ -49,49 +60,51 @@ pub struct Settings {
     pub worker: Config,
 }
 
+/// Why `agent run` could not start: what failed, for `cmd::run` to say
+/// (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Listen(#[from] listen::ListenError),
+    #[error("cannot listen on {listen}")]
+    Listener {
+        listen: String,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    ProbeSocket(String),
+    #[error("the event source asked for with --events cannot run here")]
+    Events(#[source] trace::StartError),
+    #[error("cannot start the {thread} thread")]
+    Thread {
+        thread: &'static str,
+        #[source]
+        error: std::io::Error,
+    },
+}
+
 /// Serves until SIGTERM or SIGINT (exit 0), or until the worker stops
-/// (exit 1). Returns the exit code.
-pub async fn serve(args: Settings) -> u8 {
-    let bound = match listen::listen(&args.listen) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!("{e}");
-            return 2;
-        }
-    };
+/// (exit 1). Returns the exit code; `Err` when it could not start.
+pub async fn serve(args: Settings) -> Result<u8, ServeError> {
+    let bound = listen::listen(&args.listen)?;
     if let Some(note) = &bound.note {
         tracing::info!(listen = %args.listen, "{note}");
     }
     let mut listeners = Vec::new();
     for l in bound.listeners {
-        match tokio::net::TcpListener::from_std(l) {
-            Ok(l) => listeners.push(l),
-            Err(e) => {
-                tracing::error!("cannot listen on {}: {e}", args.listen);
-                return 2;
-            }
-        }
+        let l = tokio::net::TcpListener::from_std(l)
+            .map_err(|error| ServeError::Listener { listen: args.listen.to_string(), error })?;
+        listeners.push(l);
     }
-    let probes = match args.probe_socket.as_deref().map(probe_listener).transpose() {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!("{e}");
-            return 2;
-        }
-    };
+    let probes = args.probe_socket.as_deref().map(probe_listener).transpose().map_err(ServeError::ProbeSocket)?;
     let shared = Arc::new(Shared::new(&crate::scan::host::kernel_release()));
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(REQUESTS);
     let (events_tx, events_rx) = crossbeam_channel::bounded::<crate::event::Event>(QUEUE);
     let stop_reader = Arc::new(AtomicBool::new(false));
 
     let mut config = args.worker;
-    let started = match trace::start(config.source) {
-        Ok(s) => s,
-        Err(why) => {
-            tracing::error!(reason = %why, "the event source asked for with --events cannot run here");
-            return 2;
-        }
-    };
+    let started = trace::start(config.source).map_err(ServeError::Events)?;
     let source = started.source;
     tracing::info!(source = source.as_str(), "{}", started.summary());
     let reader = match started.tracer {
@@ -112,13 +125,7 @@ pub async fn serve(args: Settings) -> u8 {
                     true
                 }
             });
-            match reader {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot start the event reader thread");
-                    return 2;
-                }
-            }
+            Some(reader.map_err(|error| ServeError::Thread { thread: "event reader", error })?)
         }
         None => None,
     };
@@ -139,13 +146,7 @@ pub async fn serve(args: Settings) -> u8 {
         let _done = Done(worker_done_tx);
         Worker::new(config, worker_shared).run(rx, events_rx);
     });
-    let worker = match worker {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::error!("cannot start the worker thread: {e}");
-            return 2;
-        }
-    };
+    let worker = worker.map_err(|error| ServeError::Thread { thread: "worker", error })?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     // The report is stale (and /readyz fails) after three intervals without
@@ -186,7 +187,7 @@ pub async fn serve(args: Settings) -> u8 {
         let _ = tokio::task::spawn_blocking(move || reader.join()).await;
     }
     tracing::info!("stopped");
-    code
+    Ok(code)
 }
 
 /// The probe socket at `path`: one left by an earlier run is replaced,

@@ -1,6 +1,10 @@
 //! When the worker does what: every due time the daemon keeps, and the
 //! next action for a given instant.
 //!
+//! Over 500 lines: every due time is weighed against the others in one
+//! place (`due`); split, each rule would read shorter and their order
+//! would be nowhere. The tests are in `schedule/tests.rs`.
+//!
 //! The split controller-rs makes between what to do and when to run again:
 //! the worker (`worker.rs`) does the work and tells the schedule what it
 //! did and when; the schedule answers what is due at `now`. Nothing here
@@ -38,7 +42,26 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::daemon::metrics::Trigger;
+/// Why a full pass over the tree was run (the `trigger` label of
+/// `cgaudit_audits_total`). Events that the picture can place update it
+/// instead (`cgaudit_incremental_updates_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
+pub enum Trigger {
+    Startup,
+    /// The safety net every --interval.
+    Interval,
+    /// The kernel dropped events (ring buffer full, or over budget).
+    EventsLost,
+    /// An event the picture could not place (a cgroup changed under it).
+    Unplaced,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
 
 /// Full passes asked for by events are at least this far apart.
 const FULL_PASS_MIN_GAP: Duration = Duration::from_secs(5);
@@ -147,7 +170,7 @@ struct Round {
 /// The reading fallback's due times: the attachment sweep, and new
 /// cgroups to read again.
 #[derive(Debug)]
-struct Reading {
+struct Sweeping {
     next_sweep: Instant,
     /// When the last sweep ended.
     swept: Instant,
@@ -157,7 +180,7 @@ struct Reading {
     new_cgroups: VecDeque<(Instant, u64)>,
 }
 
-impl Reading {
+impl Sweeping {
     fn due(&self) -> Instant {
         self.new_cgroups.front().map_or(self.next_sweep, |(at, _)| (*at).min(self.next_sweep))
     }
@@ -196,7 +219,7 @@ pub struct Schedule {
     /// waits for it to end (that read began before its moment).
     interfaces_running: bool,
     /// The reading fallback's due times (`Source::Reading` only).
-    reading: Option<Reading>,
+    reading: Option<Sweeping>,
     /// When the CNI agents and mounts were last read, and a judgement
     /// waiting for the next read.
     node_state_read: Instant,
@@ -237,7 +260,7 @@ impl Schedule {
             next_interfaces: None,
             pod_reads: BTreeSet::new(),
             interfaces_running: false,
-            reading: reading.then(|| Reading {
+            reading: reading.then(|| Sweeping {
                 next_sweep: now + SWEEP_MIN,
                 swept: now,
                 queued: (now, 0),
@@ -299,7 +322,7 @@ impl Schedule {
             self.next_link_sweep,
             self.next_interfaces,
             self.pod_reads.first().copied().filter(|_| !self.interfaces_running),
-            self.reading.as_ref().map(Reading::due),
+            self.reading.as_ref().map(Sweeping::due),
             self.later.first().map(|(at, _)| *at),
             self.populated.front().map(|(at, _)| *at),
             self.node_state_due,

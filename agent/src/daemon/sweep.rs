@@ -43,7 +43,8 @@ pub struct Sweep {
 pub struct Seen {
     pub id: u64,
     pub parent: u64,
-    /// Processes are in it (`None`: the syscall walk does not read it).
+    /// Processes are in it (`None`: the syscall walk reads it only for
+    /// the cgroups made since the picture's tree).
     pub populated: Option<bool>,
 }
 
@@ -57,8 +58,13 @@ impl Sweep {
 impl Sink for Sweep {
     fn record(&mut self, r: Record<'_>, access: &impl Access) {
         self.cgroups += 1;
-        self.seen.push(Seen { id: r.id, parent: r.parent, populated: access.populated_known() });
-        if r.id > self.names_after && !r.name.is_empty() {
+        // A cgroup new to the picture is taken as the full pass takes it:
+        // the syscall walk reads `cgroup.events` for it (the iterator's
+        // record says it for every cgroup).
+        let new = r.id > self.names_after;
+        let populated = access.populated_known().or_else(|| new.then(|| access.populated()));
+        self.seen.push(Seen { id: r.id, parent: r.parent, populated });
+        if new && !r.name.is_empty() {
             self.named.insert(r.id, r.name.to_vec());
         }
         if !r.own.is_empty() {
@@ -107,4 +113,43 @@ pub fn sweep(
         return Err(SweepError::Walk { op: e.op, cgroup: e.cgroup.clone(), error: e.error.clone() });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::tree::ProcessRef;
+
+    /// A cgroup as the syscall walk gives it: whether processes are in it
+    /// is read only when asked.
+    struct ByFile {
+        populated: bool,
+        asked: std::cell::Cell<u32>,
+    }
+
+    impl Access for ByFile {
+        fn populated(&self) -> bool {
+            self.asked.set(self.asked.get() + 1);
+            self.populated
+        }
+        fn processes(&self) -> Vec<ProcessRef> {
+            Vec::new()
+        }
+    }
+
+    /// A cgroup new to the picture is read as the full pass reads it
+    /// (`cgroup.events`), not taken for populated; the others are not
+    /// read at all (the syscall sweep costs one file per new cgroup only).
+    #[test]
+    fn the_syscall_sweep_reads_whether_new_cgroups_hold_processes() {
+        let mut s = Sweep::new(10);
+        let empty = ByFile { populated: false, asked: Default::default() };
+        s.record(Record { id: 12, parent: 1, name: b"new", own: &[] }, &empty);
+        let old = ByFile { populated: true, asked: Default::default() };
+        s.record(Record { id: 5, parent: 1, name: b"old", own: &[] }, &old);
+        assert_eq!(s.seen[0], Seen { id: 12, parent: 1, populated: Some(false) });
+        assert_eq!(s.seen[1], Seen { id: 5, parent: 1, populated: None });
+        assert_eq!((empty.asked.get(), old.asked.get()), (1, 0));
+        assert_eq!(s.named.get(&12).map(Vec::as_slice), Some(&b"new"[..]));
+    }
 }

@@ -3,17 +3,13 @@
 //! `BPF_F_ALLOW_OVERRIDE` and the other attaches multi-programs: the
 //! kernel keeps one flag mode per cgroup and hook, so whichever came second
 //! is refused (EPERM), and an exclusive program at the root refuses every
-//! attach below it too. And `sockmap_beside_socket_lb`: an owner's sk_msg
-//! programs, which redirect socket data through a sockmap, beside Cilium's
-//! socket LB (grafana/beyla#2691).
+//! attach below it too.
 
 use super::*;
-use crate::bpf::{AttachFlags, ProgType};
+use crate::bpf::AttachFlags;
 use crate::owner::Owned;
 
 pub(super) const EXPLANATION: &str = "two owners mean the same hook at the root cgroup, one attaching exclusively or with override and the other multi-programs: the kernel keeps one mode per cgroup and hook, so the second to attach is refused.";
-
-pub(super) const SOCKMAP_EXPLANATION: &str = "an owner redirects socket data with sk_msg programs on a sockmap beside Cilium's socket load balancing: the pair is known to stall connections (grafana/beyla#2691).";
 
 /// The way `owner` attaches to `hook` by its registry entry, if it uses it.
 fn attaches(owner: Owner, hook: AttachType) -> Option<crate::owner::Attach> {
@@ -61,7 +57,6 @@ pub(super) fn conflicts(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
         }
     }
-    sockmaps(cx, &owned, out);
 }
 
 fn conflict(
@@ -130,53 +125,10 @@ fn conflict(
     f
 }
 
-/// sk_msg programs of an owner, held by its agent or pinned, beside Cilium's
-/// socket LB at the root.
-fn sockmaps(cx: &Ctx<'_>, owned: &[(&Attachment, Owned)], out: &mut Vec<Finding>) {
-    let snap = cx.snap;
-    let cilium_lb =
-        owned.iter().any(|(a, o)| o.owner == Owner::Cilium && at_root(snap, a) && a.attach_type.is_socket_address());
-    if !cilium_lb {
-        return;
-    }
-    let mut by_owner: BTreeMap<Owner, Vec<u32>> = BTreeMap::new();
-    for (id, p) in snap.programs.iter().filter(|(_, p)| p.prog_type == ProgType::SkMsg) {
-        let o = cx.program_owner(*id, None);
-        if o.owner != Owner::Cilium && o.owner.spec().is_some() && o.proof.is_some() {
-            by_owner.entry(o.owner).or_default().push(*id);
-        }
-        let _ = p;
-    }
-    for (owner, ids) in by_owner {
-        let names: Vec<String> = ids.iter().take(4).map(|id| format!("{} (prog {id})", prog_name(snap, *id))).collect();
-        let message = format!(
-            "{o} redirects socket data with sk_msg program{s} {names} on a sockmap, while Cilium's socket load balancing \
-             is attached at the root cgroup: this pair is known to stall connections (grafana/beyla#2691, OBI's sock_ops \
-             and sk_msg next to Cilium's L7 proxy).",
-            o = owner.title(),
-            s = if ids.len() == 1 { "" } else { "s" },
-            names = names.join(", "),
-        );
-        let remediation = format!(
-            "If connections through Cilium's proxy stall, turn off {o}'s sockmap feature (OBI: its context propagation; \
-             Merbridge: run it without Cilium) and follow grafana/beyla#2691.",
-            o = owner.title()
-        );
-        let mut f = Finding::new(Kind::SockmapBesideSocketLb, Severity::Warning, message, remediation);
-        f.owner = Some(owner);
-        f.other_owner = Some(Owner::Cilium);
-        f.count = Some(ids.len() as u64);
-        if let [only] = ids[..] {
-            f.prog_id = Some(only);
-            f.prog_name = Some(prog_name(snap, only));
-        }
-        out.push(f);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bpf::ProgType;
     use crate::findings::tests::*;
 
     fn exclusive(s: &mut Snapshot, id: u32, name: &str, hook: &str) {
@@ -241,19 +193,5 @@ mod tests {
             (Some(Owner::Loxilb), Some(Owner::Cilium), Some(AttachFlags::Override))
         );
         assert!(c.message.contains("with BPF_F_ALLOW_OVERRIDE"), "{}", c.message);
-    }
-
-    #[test]
-    fn obis_sk_msg_beside_ciliums_socket_lb_cites_the_known_stall() {
-        let mut s = node();
-        cilium_connect(&mut s, "/", 1);
-        prog(&mut s, 80, "obi_msg_redirect", ProgType::SkMsg);
-        let f = evaluate(&s, &Policy::default());
-        assert!(!kinds(&f).contains(&"sockmap_beside_socket_lb"), "loaded, held by nobody: {:?}", kinds(&f));
-        agent(&mut s, Owner::Obi).holds.push(80);
-        let f = evaluate(&s, &Policy::default());
-        let m = f.iter().find(|f| f.kind == Kind::SockmapBesideSocketLb).expect("the sockmap warning");
-        assert_eq!((m.owner, m.other_owner, m.severity), (Some(Owner::Obi), Some(Owner::Cilium), Severity::Warning));
-        assert!(m.message.contains("grafana/beyla#2691"), "{}", m.message);
     }
 }

@@ -1,6 +1,10 @@
 //! Pure rules: a `Snapshot` in, findings out. Each finding says what is wrong
 //! in plain words and what to do about it.
 //!
+//! Over 500 lines: the `Finding` every rule fills, the `Kind`s with their
+//! explanations, and the vocabulary the rules share are one contract with
+//! the JSON document; the rules themselves are one file each.
+//!
 //! One file per kind of finding: its detection, its message and its unit
 //! tests. What several kinds share (whose a program is, how a place or a pod
 //! is named, who attached it) is here, beside `evaluate`, which applies them
@@ -20,6 +24,7 @@ mod mount_not_root;
 pub(crate) mod outside_datapath;
 mod ownership;
 pub(crate) mod pods_without;
+mod sockmaps;
 mod v1_net_conflict;
 
 pub use below_root::misplaced;
@@ -110,7 +115,7 @@ impl Kind {
             Kind::SocketLbBelowRoot => below_root::EXPLANATION,
             Kind::RootHookBelowRoot => below_root::HOOK_EXPLANATION,
             Kind::RootHookConflict => conflicts::EXPLANATION,
-            Kind::SockmapBesideSocketLb => conflicts::SOCKMAP_EXPLANATION,
+            Kind::SockmapBesideSocketLb => sockmaps::EXPLANATION,
             Kind::SocketLbMissingAtRoot => missing_at_root::EXPLANATION,
             Kind::PodsWithoutSocketLb => pods_without::EXPLANATION,
             Kind::CgroupMountNotRoot => mount_not_root::EXPLANATION,
@@ -488,6 +493,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     leftovers::leftovers(&cx, &mut out);
     foreign_on_cni_hook::foreign_on_cni_hooks(&cx, &hooks, &mut out);
     conflicts::conflicts(&cx, &mut out);
+    sockmaps::sockmaps(&cx, &mut out);
     v1_net_conflict::v1_net_conflict(&cx, &mut out);
     outside_datapath::outside_datapath(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container

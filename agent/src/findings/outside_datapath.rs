@@ -15,7 +15,7 @@
 //! judged; an interface whose hooks could not be read is not judged either.
 //!
 //! A node whose configuration says it runs an owner's datapath
-//! (`iface::config`: its agent runs, or the node's CNI configuration names
+//! (`scan::net::config`: its agent runs, or the node's CNI configuration names
 //! it) runs it even if no pod carries it yet. With the agent not running
 //! and no pod carrying it, that is one finding for the node (the datapath
 //! is down), not one per pod.
@@ -25,57 +25,20 @@
 //! waits, since the CNI adds an endpoint a moment after the sandbox exists.
 
 use super::*;
-use crate::iface::{Net, PodNet, ProgramOn};
-use crate::owner::registry::Name;
+use crate::owner::registry::DATAPATHS;
+use crate::snapshot::net::{EndpointSeen, Interface, Net, PodNet};
 
 pub(super) const EXPLANATION: &str = "these pods' interfaces carry none of the CNI's per-endpoint programs while other pods' do: their traffic gets no policy, no load balancing and no encryption from the CNI.";
 
-/// Each owner's per-endpoint entry program: what its datapath attaches to
-/// every pod it manages, on what the pod sends.
-pub const ENTRY_PROGRAMS: [(Owner, Name); 2] =
-    [(Owner::Cilium, Name::Exact("cil_from_container")), (Owner::Calico, Name::Exact("cali_tc_preamble"))];
-
-/// The owner whose per-endpoint program `p` is, if any.
-pub fn endpoint_owner(p: &ProgramOn) -> Option<Owner> {
-    ENTRY_PROGRAMS.iter().find(|(_, n)| n.matches(&p.prog_name)).map(|(o, _)| *o)
-}
-
-/// The interfaces (pod UID, owner, interface index) that carry an owner's
-/// entry program now.
-pub fn managed(nets: &crate::iface::PodNetworks) -> impl Iterator<Item = (String, Owner, u32)> + '_ {
-    nets.pods.iter().flat_map(|p| {
-        let interfaces = match &p.net {
-            Net::Interfaces { interfaces } => interfaces.as_slice(),
-            _ => &[],
-        };
-        interfaces.iter().flat_map(move |i| {
-            ENTRY_PROGRAMS
-                .iter()
-                .filter(|(o, _)| i.programs.iter().any(|p| p.hook.is_pod_egress() && endpoint_owner(p) == Some(*o)))
-                .map(move |(o, _)| (p.pod_uid.clone(), *o, i.ifindex))
-        })
-    })
-}
-
-/// Whether pod `p` carries `owner`'s entry program on what it sends.
-fn managed_by(p: &PodNet, owner: Owner) -> bool {
-    match &p.net {
-        Net::Interfaces { interfaces } => interfaces
-            .iter()
-            .any(|i| i.programs.iter().any(|p| p.hook.is_pod_egress() && endpoint_owner(p) == Some(owner))),
-        _ => false,
-    }
-}
-
 /// The owners whose eBPF datapath the node runs: those whose entry program
 /// is on some pod's interface, and those its configuration says it runs
-/// (`iface::config`).
+/// (`scan::net::config`).
 pub fn datapaths(snap: &Snapshot) -> Vec<Owner> {
     let nets = &snap.pod_networks;
-    ENTRY_PROGRAMS
+    DATAPATHS
         .iter()
-        .map(|(o, _)| *o)
-        .filter(|o| nets.pods.iter().any(|p| managed_by(p, *o)) || nets.configured.iter().any(|c| c.owner == *o))
+        .map(|d| d.owner)
+        .filter(|o| nets.pods.iter().any(|p| p.carries(*o)) || nets.configured.iter().any(|c| c.owner == *o))
         .collect()
 }
 
@@ -83,20 +46,22 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
     let nets = &snap.pod_networks;
     for owner in datapaths(snap) {
-        let managed = nets.pods.iter().filter(|p| managed_by(p, owner)).count();
+        let managed = nets.pods.iter().filter(|p| p.carries(owner)).count();
         // The owner's agent running now, and when the oldest started.
         let agent_started = nets.agents.iter().filter(|a| a.owner == owner).filter_map(|a| a.started).min();
         let agent_runs = snap.agents.iter().any(|a| a.owner == owner && a.privileged);
         let mut outside = Vec::new();
         for p in &nets.pods {
             let Net::Interfaces { interfaces } = &p.net else { continue };
-            if managed_by(p, owner) || interfaces.iter().any(|i| !i.errors.is_empty()) {
+            if p.carries(owner) || p.unread() {
                 continue;
             }
             let before_agent = matches!((p.started, agent_started), (Some(pod), Some(agent)) if pod < agent);
             // The same interface carried it at an earlier read (a sandbox
             // made again has a new one, and its grace).
-            let lost = interfaces.iter().any(|i| nets.had_programs.contains(&(p.pod_uid.clone(), owner, i.ifindex)));
+            let lost = interfaces.iter().any(|i| {
+                nets.had_programs.contains(&EndpointSeen { pod_uid: p.pod_uid.clone(), owner, ifindex: i.ifindex })
+            });
             let young = p.started.is_none_or(|s| nets.read_at.saturating_sub(s) < cx.policy.endpoint_grace.as_secs());
             if young && !before_agent && !lost {
                 continue; // its endpoint may be a moment away
@@ -138,7 +103,7 @@ enum When {
 }
 
 fn entry_program(owner: Owner) -> String {
-    ENTRY_PROGRAMS.iter().find(|(o, _)| *o == owner).map(|(_, n)| n.shown()).unwrap_or_default()
+    DATAPATHS.iter().find(|d| d.owner == owner).map(|d| d.entry.shown()).unwrap_or_default()
 }
 
 fn finding(
@@ -151,7 +116,7 @@ fn finding(
     when: When,
 ) -> Finding {
     let snap = cx.snap;
-    let Net::Interfaces { interfaces } = &p.net else { unreachable!("judged pods have interfaces") };
+    let interfaces = p.interfaces();
     let shown: Vec<String> = interfaces.iter().map(|i| format!("{} ({})", i.name, i.driver)).collect();
     let when = match when {
         When::BeforeAgent => format!(" It started before {}'s agent.", owner.title()),
@@ -213,9 +178,7 @@ fn node_finding(cx: &Ctx<'_>, owner: Owner, said: &str, outside: &[(&PodNet, Whe
     f.owner = Some(owner);
     f.count = Some(n as u64);
     for (p, _) in outside.iter().take(NODE_SHOWN) {
-        if let Net::Interfaces { interfaces } = &p.net {
-            f.interfaces.extend(interfaces.iter().map(InterfaceRef::of));
-        }
+        f.interfaces.extend(p.interfaces().iter().map(InterfaceRef::of));
         f.pods.extend(pod_named(snap, &p.pod_uid));
     }
     f
@@ -252,7 +215,7 @@ pub struct InterfaceRef {
 }
 
 impl InterfaceRef {
-    fn of(i: &crate::iface::Interface) -> InterfaceRef {
+    fn of(i: &Interface) -> InterfaceRef {
         InterfaceRef { name: i.name.clone(), ifindex: i.ifindex, driver: i.driver.clone() }
     }
 }
@@ -261,8 +224,7 @@ impl InterfaceRef {
 mod tests {
     use super::*;
     use crate::fixtures::*;
-    use crate::iface::config::Configured;
-    use crate::iface::{AgentStart, IfHook, Interface, PodNetworks, Via};
+    use crate::snapshot::net::{AgentStart, Configured, IfHook, PodNetworks, ProgramOn, Via};
 
     const NOW: u64 = 1_000_000;
 
@@ -344,7 +306,7 @@ mod tests {
     fn a_pod_that_lost_its_program_is_outside_at_once_however_young() {
         let mut s = node_with(vec![managed("a"), pod("b", NOW - 5, vec![])], Some(NOW - 100));
         assert!(judged(&s).is_empty());
-        s.pod_networks.had_programs.insert(("b".into(), Owner::Cilium, 7));
+        s.pod_networks.had_programs.insert(EndpointSeen { pod_uid: "b".into(), owner: Owner::Cilium, ifindex: 7 });
         assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
         let f = evaluate(&s, &Policy::default()).into_iter().find(|f| f.kind == Kind::PodOutsideDatapath).unwrap();
         assert!(f.message.contains("they were detached"), "{}", f.message);
@@ -362,9 +324,7 @@ mod tests {
         let mut host = pod("h", 1, vec![]);
         host.net = Net::HostNetwork;
         let mut unreadable = pod("u", 1, vec![]);
-        if let Net::Interfaces { interfaces } = &mut unreadable.net {
-            interfaces[0].errors.push("tc_ingress: EPERM".into());
-        }
+        unreadable.interfaces_mut()[0].errors.push("tc_ingress: EPERM".into());
         let s = node_with(vec![managed("a"), host, unreadable], Some(NOW - 10));
         assert!(judged(&s).is_empty());
     }

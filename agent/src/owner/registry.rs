@@ -1,5 +1,7 @@
 //! Who attaches what to the cgroup tree, as data: one entry per owner,
 //! read by the rules. Adding an owner is one entry here and its test.
+//! (Over 500 lines: it is a table, one entry per owner, each citing its
+//! upstream source.)
 //!
 //! Each entry says what its agent is called and runs with (whence the
 //! audit believes a process is that agent), what programs it makes (full
@@ -7,7 +9,7 @@
 //! mounts cgroup2 and pins, where it means them to be, and the setting of
 //! its own that puts its mount at the host's root. The program lists are
 //! the upstream sources' (named at each entry); a name alone never makes a
-//! program an owner's (see `super::proof`).
+//! program an owner's (`super::judge` weighs what proves it).
 
 use crate::bpf::ProgType;
 
@@ -642,83 +644,34 @@ pub static OWNERS: &[Spec] = &[
     },
 ];
 
+/// An owner's per-endpoint eBPF datapath: what it attaches to the host
+/// side of every pod it manages.
+#[derive(Debug, Clone, Copy)]
+pub struct Datapath {
+    pub owner: Owner,
+    /// Its entry program, on the hook that sees what the pod sends (tc or
+    /// tcx ingress of the host-side veth, netkit's peer).
+    pub entry: Name,
+    /// The upstream source its entry is read from.
+    pub source: &'static str,
+}
+
+pub static DATAPATHS: &[Datapath] = &[
+    Datapath { owner: Owner::Cilium, entry: Name::Exact("cil_from_container"), source: "cilium/cilium bpf/bpf_lxc.c" },
+    Datapath {
+        owner: Owner::Calico,
+        entry: Name::Exact("cali_tc_preamble"),
+        source: "projectcalico/calico felix/bpf-gpl/tc_preamble.c",
+    },
+];
+
+/// The datapath whose entry program is called `name` (the kernel's 15
+/// bytes are enough).
+pub fn datapath_of(name: &str) -> Option<&'static Datapath> {
+    DATAPATHS.iter().find(|d| d.entry.matches(name))
+}
+
 /// An owner's entry.
 pub fn spec(owner: Owner) -> Option<&'static Spec> {
     OWNERS.iter().find(|s| s.owner == owner)
-}
-
-/// How a list of hooks is shown: the socket-LB set by name.
-fn hooks_shown(hooks: &[&str]) -> String {
-    if hooks == SOCKET_LB {
-        "the socket-LB hooks".to_owned()
-    } else if hooks.is_empty() {
-        "a sockmap".to_owned()
-    } else {
-        hooks.join(", ")
-    }
-}
-
-/// The README's "Owners cgaudit knows" table: one row per owner, its
-/// programs grouped by the hooks they go on.
-pub fn markdown_table() -> String {
-    let mut out = String::from(
-        "| owner | what | agent | programs (type: names on hooks) | attaches | cgroup2 mount | pins | wants them |\n\
-         |---|---|---|---|---|---|---|---|\n",
-    );
-    for s in OWNERS {
-        // Per program type, in the registry's order: its names with their
-        // hooks, the hooks once when all share them.
-        type Named = (String, &'static [&'static str]);
-        let mut types: Vec<(ProgType, Vec<Named>)> = Vec::new();
-        for p in s.programs {
-            let at = match types.iter().position(|(t, _)| *t == p.prog_type) {
-                Some(at) => at,
-                None => {
-                    types.push((p.prog_type, Vec::new()));
-                    types.len() - 1
-                }
-            };
-            let item = (p.name.shown(), p.hooks);
-            if !types[at].1.contains(&item) {
-                types[at].1.push(item);
-            }
-        }
-        let progs: Vec<String> = types
-            .iter()
-            .map(|(t, items)| {
-                let names: Vec<&str> = items.iter().map(|(n, _)| n.as_str()).collect();
-                if items.iter().all(|(_, h)| *h == items[0].1) {
-                    format!("{t}: {} on {}", names.join(", "), hooks_shown(items[0].1))
-                } else {
-                    let each: Vec<String> = items.iter().map(|(n, h)| format!("{n} on {}", hooks_shown(h))).collect();
-                    format!("{t}: {}", each.join(", "))
-                }
-            })
-            .collect();
-        let mut attach: Vec<&str> = s.programs.iter().map(|p| p.attach.as_str()).collect();
-        attach.sort_unstable();
-        attach.dedup();
-        let list = |v: &[&str]| {
-            if v.is_empty() {
-                "-".to_owned()
-            } else {
-                v.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
-            }
-        };
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            s.title,
-            s.what,
-            list(s.agents),
-            if progs.is_empty() { "not known: judged by its mount".to_owned() } else { progs.join("; ") },
-            if attach.is_empty() { "-".to_owned() } else { attach.join(", ") },
-            list(s.mount_points),
-            list(s.pin_dirs),
-            match s.intends {
-                Intends::Root => "at the root",
-                Intends::Anywhere => "anywhere",
-            },
-        ));
-    }
-    out
 }

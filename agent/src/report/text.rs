@@ -239,7 +239,7 @@ impl Report {
     /// The pods' host-side interfaces and their programs: only on a node
     /// whose pods have interfaces of their own.
     fn write_pod_interfaces(&self, s: &mut Lines) {
-        use crate::iface::{Net, Via};
+        use crate::snapshot::net::{Net, Via};
         let d = &self.datapath;
         let with: Vec<_> = d.pods.iter().filter(|p| matches!(p.net, Net::Interfaces { .. })).collect();
         if let Some(e) = &d.error {
@@ -283,17 +283,16 @@ impl Report {
             "    Interface        Driver  Hook            ID       Name                       Owner    Via"
         ));
         for p in with {
-            let Net::Interfaces { interfaces } = &p.net else { continue };
             match (&p.namespace, &p.name) {
                 (Some(ns), Some(n)) => s.line(format_args!("{ns}/{n} (uid {})", p.pod_uid)),
                 _ => s.line(format_args!("pod {} ({})", p.pod_uid, p.cgroup)),
             }
-            for i in interfaces {
+            for i in p.interfaces() {
                 if i.programs.is_empty() {
                     s.line(format_args!("    {:<16} {:<7} (no programs)", i.name, i.driver));
                 }
                 for prog in &i.programs {
-                    let owner = findings::outside_datapath::endpoint_owner(prog).map_or("-", |o| o.as_str());
+                    let owner = prog.endpoint_owner().map_or("-", |o| o.as_str());
                     let via = match &prog.via {
                         Via::Filter { prio, handle, .. } => format!("tc filter pref {prio} handle {handle:#x}"),
                         Via::Link { link_id } => format!("link {link_id}"),

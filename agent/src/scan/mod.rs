@@ -1,9 +1,26 @@
 //! The scan: everything the audit reads from the kernel and procfs, gathered
-//! into one `Snapshot`. Nothing here changes host state.
+//! into one `Snapshot`. Nothing here changes host state; nothing outside
+//! `scan` (and the daemon's readings between passes, through the same
+//! readers) talks to the kernel to build a snapshot.
 //!
-//! `host` reads procfs and the host's identity, `visit` the cgroup tree
-//! (both walks); `scan` runs them and resolves what they found (program
-//! names, links, mount tops).
+//! One reader per noun, each returning plain data (`snapshot`):
+//! - `visit`: the cgroup tree and each cgroup's programs, by either walk
+//!   (the in-kernel iterator or syscalls), into a `Sink`;
+//! - `host`: the node (its name, kernel, PID 1's view);
+//! - `agents`: the owners' agent processes, and `intent`: what their
+//!   configuration says of socket LB;
+//! - `owner_pins`: what the owners pinned in PID 1's bpffs;
+//! - `cgroup_mounts`: PID 1's cgroup2 mounts and where each is rooted;
+//! - `v1_net`: cgroup v1's net_cls/net_prio;
+//! - `names`: pod and container names from the node's runtimes;
+//! - `net`: each pod's network namespace, its host-side interfaces and
+//!   the programs on them (rtnetlink, from PID 1's network namespace), and
+//!   the datapath the node's configuration says it runs;
+//! - `in_root`: files read inside PID 1's root, and `deadline`: the budget
+//!   every read of what others wrote is made under.
+//!
+//! `scan` runs them and resolves what they found (program names, links,
+//! mount tops). A new reader goes here, its data in `snapshot`.
 
 pub mod agents;
 pub mod cgroup_mounts;
@@ -12,6 +29,7 @@ pub mod host;
 pub(crate) mod in_root;
 pub mod intent;
 pub mod names;
+pub mod net;
 pub mod owner_pins;
 pub mod v1_net;
 pub mod visit;
@@ -71,7 +89,7 @@ impl ScanOptions {
             walk: WalkMethod::default(),
             tree_max: 0,
             nested_node: false,
-            cni_conf_dir: PathBuf::from(crate::iface::config::CNI_CONF_DIR),
+            cni_conf_dir: PathBuf::from(net::config::CNI_CONF_DIR),
         }
     }
 }
@@ -251,8 +269,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
     let agents = agents::agent_processes(&opts.proc, &budget, &mut errors);
     // The pods' second layer: the programs on their host-side interfaces.
-    let mut pod_networks =
-        crate::iface::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir);
+    let mut pod_networks = net::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir);
     // Full names only where the audit shows them: attached, linked and
     // pinned programs, and the sk_msg programs owners' agents hold (the
     // rules judge them by name).

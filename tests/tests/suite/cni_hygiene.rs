@@ -145,7 +145,7 @@ fn a_foreign_program_beside_the_cnis_at_the_root_is_named_with_who_attached_it()
     let _agent = CiliumAgent::new(&KPR);
     let lb = load_cilium_socket_lb();
     let _links: Vec<Link> = lb.iter().map(|p| Link::new(&t.path, p)).collect();
-    // Naming who attached needs a source that sees calls: on this kernel,
+    // Naming who attached needs a source that sees calls: on any kernel,
     // syscall tracing (fexit and kprobes name them in the guests).
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
     assert!(wait_until(Duration::from_secs(10), || d.get("/readyz").0 == 200), "{}", d.logs());

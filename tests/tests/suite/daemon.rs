@@ -53,7 +53,7 @@ fn attach_events_update_the_picture_and_name_who_attached() {
     }
     let t = TestCgroup::new("daemon-ev");
     // An hour between polls: anything seen sooner came through the events.
-    // Syscall tracing, the one source this kernel allows that sees calls
+    // Syscall tracing, the one source that sees calls on any kernel
     // (fexit and kprobes run the same in the guests: tests/guest/v2/events.rs).
     let d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h", "--events", "syscalls"]);
     assert!(ready(&d));
@@ -143,9 +143,9 @@ fn sigterm_stops_cleanly_and_detaches_its_programs() {
     }
     let t = TestCgroup::new("daemon-term");
     let before = loaded_program_ids();
-    // A source that loads programs on this kernel (auto runs `reading`
-    // here, which loads none; fexit and kprobe are stopped alike in the
-    // guests).
+    // A source that loads programs on any kernel (`reading`, auto's pick
+    // where fexit and kprobes are refused, loads none; fexit and kprobe
+    // are stopped alike in the guests).
     let mut d = Daemon::start(&["--cgroup-root", t.path.to_str().unwrap(), "--events", "syscalls"]);
     assert!(ready(&d));
     let during = loaded_program_ids();

@@ -6,6 +6,8 @@
 //! Alertmanager with the shipped inhibit rules; node-problem-detector's
 //! plugin command exactly as shipped; the agent in a pod without hostPID;
 //! the exporter's conventions.
+//! (Over 500 lines: one behaviour area, the integrations users deploy
+//! with, whose tests share one chart render and one Prometheus.)
 
 use std::path::Path;
 use std::process::Command;

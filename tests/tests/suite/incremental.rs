@@ -1,5 +1,6 @@
 //! `agent run` keeps its picture of the node with what changed instead of
-//! re-reading the tree, with its default source on this kernel (reading):
+//! re-reading the tree, with `auto`'s source on the kernel that runs the
+//! suite (reading on a kernel without fexit and kprobes, as CI's host):
 //! the picture stays equal to a fresh full audit, and a misattachment is
 //! still reported while containers churn. (Each source's own scenarios:
 //! tests/src/sources.rs.)

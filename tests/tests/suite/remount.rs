@@ -1,6 +1,8 @@
 //! `agent remount` on sandbox nodes: plan, dry run, apply, verify, no-op;
 //! refusals; from inside `agent run`; and the whole story from the seed
 //! misattachment to a clean audit.
+//! (Over 500 lines: the remount story is one behaviour area, and its
+//! tests share the sandbox nodes built here.)
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

@@ -1,7 +1,9 @@
-//! `agent run`'s event sources that this machine allows: `reading` (its
-//! default here: this kernel refuses fexit and has no kprobes) and
-//! `syscalls` (opt-in). The kernel-side ones (fexit, kprobe) run the same
-//! scenarios in the kernel-matrix guests (tests/guest/v2/events.rs).
+//! `agent run`'s event sources that run on any kernel: `reading` (what
+//! `auto` picks where the kernel refuses fexit and has no kprobes, as the
+//! CI host's kernel does) and `syscalls` (opt-in). The kernel-side ones
+//! (fexit, kprobe) run the same scenarios in the kernel-matrix guests
+//! (tests/guest/v2/events.rs), and `auto`'s pick is checked on whatever
+//! kernel runs this suite.
 
 use integration_tests::*;
 
@@ -114,7 +116,7 @@ fn a_busy_cgroup_cannot_put_syscall_tracing_behind() {
     sources::a_busy_cgroup_cannot_put_the_daemon_behind("syscalls", 1_000);
 }
 
-/// Issue 36, M1, with the source on this kernel that sees a link end
+/// Issue 36, M1, with the source that sees a link end on any kernel
 /// (`BPF_LINK_DETACH`); fexit and kprobe (its release) in the guests.
 #[test]
 fn ending_a_link_hides_no_other_copy_of_its_program_with_syscall_tracing() {

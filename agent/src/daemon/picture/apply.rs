@@ -2,7 +2,6 @@
 //! tree and links, and what the worker must do after it (`Effect`).
 
 use super::{Check, Effect, Picture};
-use crate::attribution::Place;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachType, BpfCommand};
 use crate::cgroup::tree::Record;
@@ -144,8 +143,7 @@ impl Picture {
     fn reread(&self, cgroup_id: u64, prog: &Option<u32>, check: Check) -> Effect {
         // Programs the picture does not know, or knows only by a name the
         // full pass did not resolve (it was loaded, not yet attached).
-        let programs =
-            prog.iter().copied().filter(|id| self.snap.programs.get(id).is_none_or(|p| p.name_unresolved())).collect();
+        let programs = self.snap.to_learn(prog.iter().copied());
         Effect::Reread { cgroup_id, programs, check }
     }
 
@@ -169,7 +167,7 @@ impl Picture {
         if !tree.add(Record { id, parent, name, own: &[] }, populated, None) {
             return Effect::Nothing;
         }
-        let in_kube = tree.get(id).is_some_and(|n| matches!(n.place, Place::Pod { .. } | Place::InPod { .. }));
+        let in_kube = tree.get(id).is_some_and(|n| n.place.in_kube());
         self.changed();
         Effect::Made { cgroup_id: id, findings: in_kube }
     }
@@ -182,7 +180,7 @@ impl Picture {
             l.cgroup_id = 0;
             links = true;
         }
-        let in_kube = matches!(node.place, Place::Pod { .. } | Place::InPod { .. });
+        let in_kube = node.place.in_kube();
         let lb = node.own.iter().any(|a| crate::owner::is_root_hook(a.attach_type));
         Effect::Applied { findings: lb || links || in_kube }
     }

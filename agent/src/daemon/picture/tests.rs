@@ -1,8 +1,15 @@
+//! The picture's rules, one scenario each, on literal trees and events.
+//! (Over 500 lines: one test per rule of `picture` and its submodules,
+//! sharing the builders at the top.)
+
+use super::releases::RELEASE_TRIES;
 use super::*;
 use crate::bpf::AttachFlags;
 use crate::bpf::BpfCommand;
 use crate::bpf::ProgType;
 use crate::bpf::programs::Program;
+use crate::bpf::sys::CgroupLinkInfo;
+use crate::daemon::sweep::Sweep;
 use crate::event::{Change, Hints};
 use crate::fixtures::*;
 use crate::snapshot::Effective;
@@ -110,7 +117,7 @@ fn a_new_container_is_placed_by_its_parent_and_an_attach_asks_to_read_it_again()
     let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(5), "device", 90, None)));
     let check = Check::Holds { prog_id: 90, hook: t("device") };
     assert_eq!(e, Effect::Reread { cgroup_id: 5, programs: vec![90], check });
-    let Reading { removed, added, findings, .. } = p.set_hook(5, &all(), &[multi("device", 90)], None, Check::None);
+    let HookRead { removed, added, findings, .. } = p.set_hook(5, &all(), &[multi("device", 90)], None, Check::None);
     assert!(removed.is_empty() && added.len() == 1 && !findings, "a device program changes no finding");
     assert_eq!(p.snapshot().attachments.len(), 1);
     // Removed with its cgroup.
@@ -242,7 +249,7 @@ fn what_the_call_named_is_a_hint_what_the_kernel_lists_is_the_answer() {
     // picture holds what the kernel lists.
     let e = p.apply(&ev(call(BpfCommand::ProgAttach, Some(4), "device", 90, None)));
     assert!(matches!(e, Effect::Reread { cgroup_id: 4, .. }));
-    let Reading { added, findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]), Check::None);
+    let HookRead { added, findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 91)], Some(vec![]), Check::None);
     assert_eq!(added[0].attach_type, t("connect4"));
     assert!(findings, "a socket-LB hook may change findings");
 }
@@ -347,11 +354,11 @@ fn links_are_named_go_defunct_on_detach_and_are_reconciled_by_a_sweep() {
 fn socket_lb_below_the_root_keeps_its_processes_and_may_change_findings() {
     let mut p = picture();
     let procs = vec![ProcessRef { pid: 9, comm: "cilium-agent".into() }];
-    let Reading { findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()), Check::None);
+    let HookRead { findings, .. } = p.set_hook(4, &all(), &[multi("connect4", 10)], Some(procs.clone()), Check::None);
     assert!(findings);
     let path = format!("/kubepods/burstable/pod{POD_UID}");
     assert_eq!(p.snapshot().processes.get(&path), Some(&procs));
-    let Reading { removed, findings, .. } = p.set_hook(4, &all(), &[], None, Check::None);
+    let HookRead { removed, findings, .. } = p.set_hook(4, &all(), &[], None, Check::None);
     assert!(findings && removed.len() == 1);
     assert!(!p.snapshot().processes.contains_key(&path));
 }
@@ -518,7 +525,7 @@ fn a_check_reads_its_own_hook_or_the_detach_calls() {
 /// had.
 #[test]
 fn a_failed_interface_read_keeps_the_last_good_reading() {
-    use crate::iface::{IfHook, Interface, Net, PodNet, PodNetworks, ProgramOn, Via};
+    use crate::snapshot::net::{IfHook, Interface, Net, PodNet, PodNetworks, ProgramOn, Via};
     let mut p = picture();
     p.snap.programs.insert(9, Program::new(9, "cil_from_container", ProgType::SchedCls));
     let pod = |uid: &str, programs: Vec<ProgramOn>, errors: Vec<String>| PodNet {
@@ -558,15 +565,15 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
     p.set_pod_networks(no_datapath);
     assert!(!p.pods_within_grace(Duration::from_secs(30)), "nothing to be outside of");
     p.set_pod_networks(good.clone());
-    let named = |p: &Picture| match &p.last().pod_networks.pods[0].net {
-        Net::Interfaces { interfaces } => interfaces[0].programs.first().map(|p| p.prog_name.clone()),
-        _ => None,
-    };
+    let named =
+        |p: &Picture| p.last().pod_networks.pods[0].interfaces()[0].programs.first().map(|p| p.prog_name.clone());
     assert_eq!(named(&p).as_deref(), Some("cil_from_container"), "named from the picture's programs");
     // The whole read failed: the pods stay as read last.
     assert!(p.set_pod_networks(PodNetworks { error: Some("RTM_GETLINK: EBUSY".into()), ..Default::default() }));
     assert_eq!(p.last().pod_networks.pods.len(), 2);
-    assert!(p.last().pod_networks.had_programs.contains(&("a".into(), crate::owner::Owner::Cilium, 5)));
+    let seen =
+        crate::snapshot::net::EndpointSeen { pod_uid: "a".into(), owner: crate::owner::Owner::Cilium, ifindex: 5 };
+    assert!(p.last().pod_networks.had_programs.contains(&seen));
     // One interface unread: that pod stays as read last.
     let partial = PodNetworks {
         pods: vec![pod("a", vec![], vec!["tc_ingress: EBUSY".into()]), pod("b", vec![], vec![])],
@@ -574,8 +581,5 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
     };
     p.set_pod_networks(partial);
     let a = &p.last().pod_networks.pods[0];
-    assert!(
-        matches!(&a.net, Net::Interfaces { interfaces } if interfaces[0].programs.len() == 1 && interfaces[0].errors.is_empty()),
-        "{a:?}"
-    );
+    assert!(a.interfaces()[0].programs.len() == 1 && a.interfaces()[0].errors.is_empty(), "{a:?}");
 }

@@ -13,8 +13,9 @@ use super::Worker;
 use crate::bpf::AttachType;
 use crate::bpf::programs;
 use crate::bpf::query::Support;
-use crate::daemon::metrics::{Trigger, Work};
+use crate::daemon::metrics::Work;
 use crate::daemon::picture::{Check, Effect, ReleaseNext};
+use crate::daemon::schedule::Trigger;
 use crate::event::Event;
 use crate::findings;
 use crate::scan;
@@ -38,6 +39,21 @@ impl Worker {
         let skipped = programs::resolve_full_names(&mut table, found);
         self.shared.metrics.objects_skipped("btf", skipped);
         picture.add_programs(table.into_values());
+    }
+
+    /// The cgroup links the kernel lists now (those it would not describe
+    /// counted as skipped); `None` when they cannot be listed.
+    fn cgroup_links(&self) -> Option<Vec<crate::bpf::sys::CgroupLinkInfo>> {
+        match programs::cgroup_links() {
+            Ok(l) => {
+                self.shared.metrics.objects_skipped("link", l.skipped);
+                Some(l.cgroup)
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list cgroup links");
+                None
+            }
+        }
     }
 
     /// The id of the cgroup named `name` just made below `parent_id`: its
@@ -92,10 +108,7 @@ impl Worker {
     ) -> bool {
         let (Some(picture), Some(root)) = (self.picture.as_mut(), self.root.as_ref()) else { return false };
         let snap = picture.last();
-        let hooks: Vec<AttachType> = AttachType::all()
-            .filter(|t| !snap.unsupported_attach_types.contains(t))
-            .filter(|t| only.is_none_or(|o| o.contains(t)))
-            .collect();
+        let hooks: Vec<AttachType> = snap.supported_hooks().filter(|t| only.is_none_or(|o| o.contains(t))).collect();
         let ctx = WalkContext { root_id: snap.root.cgroup_id, proc: &self.config.scan.proc };
         // By id (or name by name from the root): neither the path's length
         // nor its bytes stand in the way.
@@ -114,13 +127,7 @@ impl Worker {
             Ok((attached, procs, populated)) => {
                 // Programs attached by calls whose events named none (or
                 // another): what the kernel lists must have a name too.
-                // ... or known only by the kernel's 15 bytes (loaded before
-                // the full pass, attached only now).
-                let unknown: Vec<u32> = attached
-                    .iter()
-                    .map(|a| a.prog_id)
-                    .filter(|id| snap.programs.get(id).is_none_or(|p| p.name_unresolved()))
-                    .collect();
+                let unknown = snap.to_learn(attached.iter().map(|a| a.prog_id));
                 if !unknown.is_empty() {
                     self.learn_programs(&unknown);
                 }
@@ -222,7 +229,7 @@ impl Worker {
                 let (proc, cni_conf) = (self.config.scan.proc.clone(), self.config.scan.cni_conf_dir.clone());
                 let spawned = std::thread::Builder::new()
                     .name("interfaces".into())
-                    .spawn(move || crate::iface::read(&pods, &agents, root.as_fd(), &proc, &cni_conf));
+                    .spawn(move || crate::scan::net::read(&pods, &agents, root.as_fd(), &proc, &cni_conf));
                 match spawned {
                     Ok(job) => {
                         self.interfaces_job = Some(job);
@@ -237,11 +244,11 @@ impl Worker {
 
     /// Puts a finished interface read in the picture; true when the
     /// findings may have changed.
-    fn apply_interfaces(&mut self, nets: crate::iface::PodNetworks) -> bool {
+    fn apply_interfaces(&mut self, nets: crate::snapshot::net::PodNetworks) -> bool {
         let started = Instant::now();
         let Some(picture) = self.picture.as_ref() else { return false };
         let snap = picture.last();
-        let unknown: Vec<u32> = nets.program_ids().filter(|id| !snap.programs.contains_key(id)).collect();
+        let unknown = snap.to_learn(nets.program_ids());
         if !unknown.is_empty() {
             self.learn_programs(&unknown);
         }
@@ -255,17 +262,8 @@ impl Worker {
     /// Lists the cgroup links and reads again the cgroups whose links
     /// changed; true when the findings may have changed.
     pub(super) fn sweep_links(&mut self) -> bool {
+        let Some(links) = self.cgroup_links() else { return false };
         let Some(picture) = self.picture.as_mut() else { return false };
-        let links = match programs::cgroup_links() {
-            Ok(l) => {
-                self.shared.metrics.objects_skipped("link", l.skipped);
-                l.cgroup
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot list cgroup links");
-                return false;
-            }
-        };
         let touched = picture.reconcile_links(links);
         let mut judge = false;
         for id in touched {
@@ -346,10 +344,7 @@ impl Worker {
             return false;
         };
         let snap = picture.last();
-        let support = Support {
-            supported: AttachType::all().filter(|t| !snap.unsupported_attach_types.contains(t)).collect(),
-            unsupported: Vec::new(),
-        };
+        let support = Support { supported: snap.supported_hooks().collect(), unsupported: Vec::new() };
         let in_kernel = self.config.scan.walk != scan::WalkMethod::Syscalls;
         // Without the tree nothing is placed: names are not needed.
         let names_after = picture.max_id().unwrap_or(u64::MAX);
@@ -371,13 +366,7 @@ impl Worker {
                 }
                 // Links are named on their attachments: what the kernel
                 // lists now.
-                let links = match programs::cgroup_links() {
-                    Ok(l) => {
-                        self.shared.metrics.objects_skipped("link", l.skipped);
-                        Some(l.cgroup)
-                    }
-                    Err(_) => None,
-                };
+                let links = self.cgroup_links();
                 let Some(picture) = self.picture.as_mut() else { return judge };
                 for effect in picture.after_sweep(&sweep, links) {
                     judge |= match effect {

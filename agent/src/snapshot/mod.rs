@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub mod net;
+
 use crate::bpf::programs::Program;
 use crate::bpf::sys::CgroupLinkInfo;
 use crate::bpf::{AttachFlags, AttachType};
@@ -148,7 +150,7 @@ pub struct Intent {
     pub evidence: String,
     /// Calico's `FELIX_BPFENABLED`, as its agent's environment set it when
     /// the agents were read (`None`: not Calico's, or not set): whether
-    /// its per-endpoint eBPF datapath runs (`iface::config`).
+    /// its per-endpoint eBPF datapath runs (`scan::net::config`).
     #[serde(skip)]
     pub bpf_dataplane: Option<bool>,
 }
@@ -359,11 +361,30 @@ pub struct Snapshot {
     /// callers seen in attach events.
     pub cgroup_paths: BTreeMap<u64, String>,
     /// The pods' host-side interfaces and the programs on them.
-    pub pod_networks: crate::iface::PodNetworks,
+    pub pod_networks: net::PodNetworks,
     /// Recent changes (daemon only; empty for one-shot audits).
     pub events: Vec<crate::event::Event>,
     pub errors: Vec<ScanError>,
     /// Every cgroup, when `ScanOptions::tree_max` asked and the tree was
     /// within it (the daemon's).
     pub tree: Option<crate::cgroup::tree::Tree>,
+}
+
+impl Snapshot {
+    /// Of the programs `ids`, those to read (again) for their names: not
+    /// known to the snapshot, or known only by the kernel's 15 bytes
+    /// (loaded before the pass, attached only now). One rule for every
+    /// reading between full passes.
+    pub fn to_learn(&self, ids: impl IntoIterator<Item = u32>) -> Vec<u32> {
+        let mut out: Vec<u32> =
+            ids.into_iter().filter(|id| self.programs.get(id).is_none_or(|p| p.name_unresolved())).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The cgroup hooks this kernel knows, as the full pass found them.
+    pub fn supported_hooks(&self) -> impl Iterator<Item = AttachType> + '_ {
+        AttachType::all().filter(|t| !self.unsupported_attach_types.contains(t))
+    }
 }

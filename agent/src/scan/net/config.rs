@@ -18,26 +18,16 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
-use serde::Serialize;
-
 use crate::owner::Owner;
 use crate::snapshot::AgentProcess;
+use crate::snapshot::net::Configured;
+use rustix::fs::{Mode, OFlags};
 
 /// Where the kubelet's runtime reads the node's CNI configuration by
 /// default (inside PID 1's root; `--cni-conf-dir`).
 pub const CNI_CONF_DIR: &str = "/etc/cni/net.d";
 /// A CNI configuration is a few hundred bytes: larger is not read.
 const MAX_CONF: u64 = 64 << 10;
-
-/// An owner's per-endpoint datapath, and what said so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Configured {
-    pub owner: Owner,
-    /// e.g. `cilium-agent runs (pid 812)`, or
-    /// `/etc/cni/net.d/05-cilium.conflist names the cilium-cni plugin`.
-    pub source: String,
-}
 
 /// What the node's agents and CNI configuration say (`proc`: the node's
 /// `/proc`; `cni_conf`: the CNI configuration directory in PID 1's root).

@@ -303,3 +303,86 @@ fn driver(k: &InfoKind) -> String {
         other => format!("{other:?}").to_lowercase(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_route::link::XdpAttached;
+
+    /// A message as the kernel sends it: serialized, then read back as the
+    /// reader reads each message of a datagram.
+    fn on_the_wire(attributes: Vec<LinkAttribute>, ifindex: u32) -> Result<Link, String> {
+        let mut l = LinkMessage::default();
+        l.header.index = ifindex;
+        l.attributes = attributes;
+        let mut packet =
+            NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(RouteNetlinkMessage::NewLink(l)));
+        packet.finalize();
+        let mut buf = vec![0; packet.buffer_len()];
+        packet.serialize(&mut buf);
+        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf).map_err(|e| e.to_string())?.payload {
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => Ok(link(&l)),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    fn kind(k: InfoKind, data: Option<InfoData>) -> LinkAttribute {
+        LinkAttribute::LinkInfo([Some(LinkInfo::Kind(k)), data.map(LinkInfo::Data)].into_iter().flatten().collect())
+    }
+
+    /// The host side of a pod's veth: its other end is in the namespace
+    /// whose id here is 3.
+    #[test]
+    fn a_veth_says_the_netns_id_of_its_other_end() {
+        let l = on_the_wire(
+            vec![
+                LinkAttribute::IfName("lxc0a1b".into()),
+                LinkAttribute::Link(2),
+                LinkAttribute::LinkNetNsId(3),
+                kind(InfoKind::Veth, None),
+            ],
+            17,
+        )
+        .unwrap();
+        assert_eq!((l.ifindex, l.name.as_str(), l.driver.as_str(), l.peer_nsid), (17, "lxc0a1b", "veth", Some(3)));
+        assert_eq!((l.netkit_primary, l.xdp_prog_id), (None, None));
+    }
+
+    /// netkit: the primary (in the host) carries the programs of both
+    /// sides; a peer says it is not the primary.
+    #[test]
+    fn a_netkit_pair_says_which_side_is_the_primary() {
+        for primary in [true, false] {
+            let l = on_the_wire(
+                vec![
+                    LinkAttribute::IfName("nk0".into()),
+                    LinkAttribute::LinkNetNsId(5),
+                    kind(InfoKind::Netkit, Some(InfoData::Netkit(vec![InfoNetkit::Primary(primary)]))),
+                ],
+                9,
+            )
+            .unwrap();
+            assert_eq!((l.driver.as_str(), l.netkit_primary, l.peer_nsid), ("netkit", Some(primary), Some(5)));
+        }
+    }
+
+    /// An XDP program by its id; a device without one says 0, which is
+    /// none.
+    #[test]
+    fn an_xdp_program_is_read_by_its_id() {
+        let xdp = |id| LinkAttribute::Xdp(vec![LinkXdp::Attached(XdpAttached::Driver), LinkXdp::ProgId(id)]);
+        let l = on_the_wire(vec![LinkAttribute::IfName("eth0".into()), xdp(42)], 2).unwrap();
+        assert_eq!((l.driver.as_str(), l.xdp_prog_id), ("", Some(42)));
+        let l = on_the_wire(vec![LinkAttribute::IfName("eth0".into()), xdp(0)], 2).unwrap();
+        assert_eq!(l.xdp_prog_id, None);
+    }
+
+    /// A driver this crate has no name for is kept by its own word.
+    #[test]
+    fn a_driver_is_named_as_the_kernel_names_it() {
+        let l = on_the_wire(vec![LinkAttribute::IfName("vxlan.calico".into()), kind(InfoKind::Vxlan, None)], 4);
+        assert_eq!(l.unwrap().driver, "vxlan");
+        let l = on_the_wire(vec![kind(InfoKind::Other("cilium_fancy".into()), None)], 4);
+        assert_eq!(l.unwrap().driver, "cilium_fancy");
+    }
+}

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 
+use super::namespaces::NetnsProbe;
 use super::netlink::Link;
-use super::{Net, PodNet};
+use crate::snapshot::net::{Net, PodNet};
 
 /// The most host interfaces one pod is read with: a CNI gives a pod one or
 /// two; a pod with CAP_NET_ADMIN can make thousands in the host's namespace
@@ -25,21 +26,6 @@ pub struct PodProbe {
     pub cgroup: String,
     pub started: Option<u64>,
     pub netns: NetnsProbe,
-}
-
-/// A pod's network namespaces, as read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NetnsProbe {
-    /// No process of the pod could be read (gone, or none yet).
-    NoProcess,
-    /// The node's own only: a hostNetwork pod.
-    Host,
-    /// Namespaces of its own, by the ids they have in the host's (one
-    /// without an id has no host interface leading there).
-    Own {
-        nsids: Vec<i32>,
-    },
-    Unreadable(String),
 }
 
 /// Each pod and the interfaces that lead into its namespaces (veth or
@@ -69,7 +55,7 @@ pub fn pods_on_links(pods: Vec<PodProbe>, links: &[Link]) -> Vec<PodNet> {
                         n if n > INTERFACES_MAX => Net::Unreadable {
                             reason: format!("{n} host interfaces lead into it, more than {INTERFACES_MAX}"),
                         },
-                        _ => Net::Interfaces { interfaces: links.into_iter().map(super::Interface::of).collect() },
+                        _ => Net::Interfaces { interfaces: links.into_iter().map(super::interface_of).collect() },
                     }
                 }
             };

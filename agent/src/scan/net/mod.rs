@@ -1,0 +1,303 @@
+//! A pod's second layer of coverage, read: the programs on its host-side
+//! interface. A CNI with an eBPF per-endpoint datapath attaches its
+//! programs to every pod it manages (Cilium's `cil_from_container` on the
+//! `lxc*` veth through tc or tcx, or on the netkit device; Calico's
+//! `cali_tc_preamble` on `cali*`); `findings::outside_datapath` judges
+//! what is read here (`snapshot::net`).
+//!
+//! Read from the node, without changing it:
+//! - each pod's network namespace from one of its processes
+//!   (`/proc/<pid>/ns/net`; PID 1's: a hostNetwork pod, never judged),
+//!   which namespaces are whose decided in `namespaces` (pure);
+//! - the id that namespace has in the host's (`RTM_GETNSID`, a lookup);
+//! - the host's links: the veth and netkit pairs whose other end is in it
+//!   (`map`, pure);
+//! - on each, the legacy tc filters (`RTM_GETTFILTER`, decoded by
+//!   `cls_bpf`), the tcx and netkit programs (`BPF_PROG_QUERY` by
+//!   interface index) and XDP.
+//!
+//! The interface indexes and the netlink socket are the host network
+//! namespace's: all of it runs on a thread of its own that joined PID 1's
+//! network namespace (the agent's pod has its own); the main thread never
+//! joins one.
+
+pub mod cls_bpf;
+pub mod config;
+pub mod map;
+pub mod namespaces;
+pub mod netlink;
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::bpf::sys;
+use crate::features::{self, Feature, Verdict};
+use crate::snapshot::net::{AgentStart, IfHook, Interface, PodNet, PodNetworks, ProgramOn, Via};
+use crate::snapshot::{AgentProcess, PodCgroup};
+use map::PodProbe;
+use namespaces::{PodNamespaces, ProcessNs};
+use netlink::{Direction, HostNet, Link};
+
+/// A host interface as the pods' section lists it.
+fn interface_of(l: &Link) -> Interface {
+    Interface {
+        ifindex: l.ifindex,
+        name: l.name.clone(),
+        driver: l.driver.clone(),
+        programs: Vec::new(),
+        errors: Vec::new(),
+    }
+}
+
+/// The longest the interfaces of one read are read for: past it, those
+/// left say so (`Interface::errors`) rather than hold the pass (each
+/// answer comes under RTNL, which a busy node's CNI holds while it makes
+/// pods).
+const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads every pod's network. `root` is the audited cgroup root (the pods'
+/// cgroups are read through it), `proc` the node's `/proc`, `cni_conf` the
+/// node's CNI configuration directory (inside PID 1's root).
+pub fn read(
+    pods: &[PodCgroup],
+    agents: &[AgentProcess],
+    root: BorrowedFd<'_>,
+    proc: &Path,
+    cni_conf: &Path,
+) -> PodNetworks {
+    let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    // No pods, nothing to read (nor any reason to say it could not be).
+    if pods.is_empty() {
+        return PodNetworks { read_at, ..Default::default() };
+    }
+    let host_path = proc.join("1/ns/net");
+    let host = match std::fs::File::open(&host_path) {
+        Ok(f) => OwnedFd::from(f),
+        Err(e) => return PodNetworks::failed(format!("open {}: {e}", host_path.display()), read_at),
+    };
+    let host_ino = match nix::sys::stat::fstat(host.as_fd()) {
+        Ok(st) => st.st_ino,
+        Err(e) => return PodNetworks::failed(format!("fstat {}: {e}", host_path.display()), read_at),
+    };
+    let boot = boot_time(proc);
+    let configured = config::read(agents, proc, cni_conf);
+    let agents: Vec<AgentStart> = agents
+        .iter()
+        .filter(|a| a.privileged)
+        .map(|a| AgentStart {
+            owner: a.owner,
+            pid: a.pid,
+            started: boot.and_then(|b| process_start(proc, a.pid).map(|s| b + s)),
+        })
+        .collect();
+    let mut namespaces: Vec<PodNamespaces> = pods
+        .iter()
+        .map(|p| namespaces::of_pod(&pod_processes(p, root, proc), host_ino, boot, procfs::ticks_per_second()))
+        .collect();
+    // Each pod network namespace by its inode, and its oldest process:
+    // opened one at a time for its id (a node's pods would exhaust the fd
+    // limit).
+    let lookups = namespaces::assign(&mut namespaces);
+    // Everything that names an interface, on a thread in the host's
+    // network namespace.
+    let here = std::fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino()).ok();
+    let joined = std::thread::scope(|s| {
+        s.spawn(|| -> Result<(Vec<PodNet>, u64), String> {
+            if here != Some(host_ino) {
+                nix::sched::setns(host.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(|e| format!("setns into {}: {e}", host_path.display()))?;
+            }
+            let mut net = HostNet::here().map_err(|e| e.to_string())?;
+            let (links, undecodable) = net.links().map_err(|e| e.to_string())?;
+            let mut nsids: BTreeMap<u64, Option<i32>> = BTreeMap::new();
+            for (ino, pid) in &lookups {
+                // The same namespace still (the pid may have been reused).
+                let Ok(fd) = std::fs::File::open(proc.join(pid.to_string()).join("ns/net")).map(OwnedFd::from) else {
+                    continue;
+                };
+                if nix::sys::stat::fstat(fd.as_fd()).map(|st| st.st_ino).ok() != Some(*ino) {
+                    continue;
+                }
+                match net.nsid(fd.as_fd()) {
+                    Ok(id) => {
+                        nsids.insert(*ino, id);
+                    }
+                    Err(e) => tracing::debug!(error = %e, "no netns id"),
+                }
+            }
+            let probes = pods
+                .iter()
+                .zip(namespaces.iter_mut())
+                .map(|(pod, ns)| {
+                    namespaces::resolve(ns, &nsids);
+                    PodProbe {
+                        pod_uid: pod.pod_uid.clone(),
+                        cgroup: pod.cgroup.clone(),
+                        started: ns.started,
+                        netns: ns.probe.clone(),
+                    }
+                })
+                .collect();
+            let mut pods = map::pods_on_links(probes, &links);
+            let by_index: BTreeMap<u32, &Link> = links.iter().map(|l| (l.ifindex, l)).collect();
+            let started = std::time::Instant::now();
+            for i in pods.iter_mut().flat_map(PodNet::interfaces_mut) {
+                if started.elapsed() > READ_BUDGET {
+                    i.errors.push(format!("not read: the read's {}s were spent", READ_BUDGET.as_secs()));
+                    continue;
+                }
+                read_programs(&mut net, i, by_index.get(&i.ifindex).copied());
+            }
+            Ok((pods, undecodable))
+        })
+        .join()
+    });
+    match joined {
+        Ok(Ok((pods, links_undecodable))) => PodNetworks {
+            error: None,
+            read_at,
+            agents,
+            configured,
+            pods,
+            links_undecodable,
+            had_programs: Default::default(),
+        },
+        Ok(Err(e)) => PodNetworks::failed(e, read_at),
+        Err(_) => PodNetworks::failed("the interface reader panicked".into(), read_at),
+    }
+}
+
+/// What a pod's processes say of their network namespaces: those of each
+/// cgroup `namespaces::cgroups_to_read` names, its share each,
+/// `PROCESSES_READ` at most.
+fn pod_processes(pod: &PodCgroup, root: BorrowedFd<'_>, proc: &Path) -> Vec<ProcessNs> {
+    let (cgroups, share) = namespaces::cgroups_to_read(pod);
+    let mut pids = Vec::new();
+    for (id, path) in cgroups {
+        if pids.len() >= namespaces::PROCESSES_READ {
+            break;
+        }
+        pids.extend(processes(root, id, path, share.min(namespaces::PROCESSES_READ - pids.len())));
+    }
+    pids.into_iter()
+        .map(|pid| {
+            let ns_path = proc.join(pid.to_string()).join("ns/net");
+            match std::fs::metadata(&ns_path) {
+                Ok(st) => ProcessNs::In { pid, ino: st.ino(), ticks: process_start_ticks(proc, pid) },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => ProcessNs::Gone,
+                Err(e) => ProcessNs::Failed(format!("stat {}: {e}", ns_path.display())),
+            }
+        })
+        .collect()
+}
+
+/// Up to `max` processes listed in cgroup `id`'s `cgroup.procs`: opened by
+/// id, or by `path` below the root without CAP_DAC_READ_SEARCH (and then
+/// only if it is still cgroup `id`).
+fn processes(root: BorrowedFd<'_>, id: u64, path: &str, max: usize) -> Vec<u32> {
+    use std::io::Read;
+    let fd = crate::os::open_cgroup_by_id(root, id).ok().or_else(|| {
+        let rel = path.trim_start_matches('/');
+        let rel = if rel.is_empty() { "." } else { rel };
+        let fd = nix::fcntl::openat(
+            root,
+            rel,
+            nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .ok()?;
+        (nix::sys::stat::fstat(fd.as_fd()).ok()?.st_ino == id).then_some(fd)
+    });
+    let Some(procs) = fd.and_then(|fd| {
+        nix::fcntl::openat(
+            fd.as_fd(),
+            "cgroup.procs",
+            nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .ok()
+    }) else {
+        return Vec::new();
+    };
+    let mut text = String::new();
+    // A pid is at most 8 characters and its newline.
+    let _ = std::fs::File::from(procs).take(max as u64 * 9).read_to_string(&mut text);
+    text.lines().filter_map(|l| l.trim().parse().ok()).take(max).collect()
+}
+
+/// The node's boot time (unix seconds), from `<proc>/stat`'s `btime`.
+fn boot_time(proc: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(proc.join("stat")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()
+}
+
+/// How long after boot process `pid` started, in seconds.
+fn process_start(proc: &Path, pid: u32) -> Option<u64> {
+    process_start_ticks(proc, pid).map(|t| t / procfs::ticks_per_second())
+}
+
+/// How long after boot process `pid` started, in clock ticks.
+fn process_start_ticks(proc: &Path, pid: u32) -> Option<u64> {
+    let stat = procfs::process::Process::new_with_root(proc.join(pid.to_string())).ok()?.stat().ok()?;
+    Some(stat.starttime)
+}
+
+/// The programs on one interface's hooks.
+fn read_programs(net: &mut HostNet, i: &mut Interface, link: Option<&Link>) {
+    use aya_obj::generated::bpf_attach_type as at;
+    for (dir, hook) in [(Direction::Ingress, IfHook::TcIngress), (Direction::Egress, IfHook::TcEgress)] {
+        match net.filters(i.ifindex, dir) {
+            Ok(filters) => i.programs.extend(filters.into_iter().filter_map(|f| match f {
+                cls_bpf::Filter::Bpf(f) => Some(ProgramOn {
+                    hook,
+                    prog_id: f.prog_id,
+                    prog_name: String::new(),
+                    via: Via::Filter {
+                        prio: f.prio,
+                        handle: f.handle,
+                        filter_name: f.name,
+                        direct_action: f.direct_action,
+                    },
+                }),
+                _ => None,
+            })),
+            Err(e) => i.errors.push(format!("{}: {e}", hook.as_str())),
+        }
+    }
+    // With the legacy `ingress` qdisc (not clsact) the egress dump answers
+    // the ingress filters again: one program, one hook.
+    let ingress: Vec<(u32, Via)> =
+        i.programs.iter().filter(|p| p.hook == IfHook::TcIngress).map(|p| (p.prog_id, p.via.clone())).collect();
+    i.programs.retain(|p| p.hook != IfHook::TcEgress || !ingress.contains(&(p.prog_id, p.via.clone())));
+    let mut mprog = vec![
+        (at::BPF_TCX_INGRESS, IfHook::TcxIngress, Feature::Tcx),
+        (at::BPF_TCX_EGRESS, IfHook::TcxEgress, Feature::Tcx),
+    ];
+    if i.driver == "netkit" {
+        mprog.push((at::BPF_NETKIT_PEER, IfHook::NetkitPeer, Feature::Netkit));
+        mprog.push((at::BPF_NETKIT_PRIMARY, IfHook::NetkitPrimary, Feature::Netkit));
+    }
+    for (attach, hook, feature) in mprog {
+        match sys::ifindex_query(i.ifindex, attach as u32) {
+            Ok(q) => {
+                features::record(feature, Verdict::yes());
+                i.programs.extend(q.prog_ids.iter().zip(&q.link_ids).map(|(&prog_id, &link_id)| ProgramOn {
+                    hook,
+                    prog_id,
+                    prog_name: String::new(),
+                    via: if link_id == 0 { Via::Attached } else { Via::Link { link_id } },
+                }));
+            }
+            // The first tcx kernels said so of a hook never used.
+            Err(e) if e.errno() == Some(libc::ENOENT) => features::record(feature, Verdict::yes()),
+            // A kernel without the attach type.
+            Err(e) if e.errno() == Some(libc::EINVAL) => features::record(feature, Verdict::no(&e)),
+            Err(e) => i.errors.push(format!("{}: {e}", hook.as_str())),
+        }
+    }
+    if let Some(id) = link.and_then(|l| l.xdp_prog_id) {
+        i.programs.push(ProgramOn { hook: IfHook::Xdp, prog_id: id, prog_name: String::new(), via: Via::Attached });
+    }
+}
