@@ -15,10 +15,7 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<Report> {
     let opts = args.options();
     let policy = args.policy();
     let mut snap = scan::scan(&opts)?;
-    // Names only for what the findings are about.
-    let mut wanted = findings::names_wanted(&findings::evaluate(&snap, &policy));
-    // ... and the pods whose interfaces the report lists.
-    wanted.pods.extend(snap.pod_networks.pods.iter().filter(|p| !p.interfaces().is_empty()).map(|p| p.pod_uid.clone()));
+    let wanted = findings::names_wanted(&snap, &findings::evaluate(&snap, &policy));
     snap.names = Namer::new(&opts.proc).lookup(&wanted);
     Ok(Report::new(&snap, &policy))
 }

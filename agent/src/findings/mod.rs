@@ -449,8 +449,11 @@ pub(super) fn unix_ms_text(ms: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
-/// The pods and containers `found` names, for `scan::names` to look up.
-pub fn names_wanted(found: &[Finding]) -> NamesWanted {
+/// The names a report of `snap` with `found` wants, for `scan::names` to
+/// look up: the pods and containers the findings name, and the pods whose
+/// interfaces the report lists (`datapath.pods`). One rule for `agent
+/// audit` and the daemon's `/audit`.
+pub fn names_wanted(snap: &Snapshot, found: &[Finding]) -> NamesWanted {
     let mut wanted = NamesWanted::default();
     let mut add = |cgroup: Option<&str>| {
         let a = attribute(cgroup.unwrap_or_default());
@@ -474,6 +477,7 @@ pub fn names_wanted(found: &[Finding]) -> NamesWanted {
             add(Some(&c.cgroup));
         }
     }
+    wanted.pods.extend(snap.pod_networks.pods.iter().filter(|p| !p.interfaces().is_empty()).map(|p| p.pod_uid.clone()));
     wanted
 }
 

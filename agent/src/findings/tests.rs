@@ -31,7 +31,7 @@ fn findings_name_pods_and_containers_the_node_named() {
 
     // What to look up: the container and pod of the findings, and the
     // pods without socket LB.
-    let wanted = names_wanted(&evaluate(&s, &Policy::default()));
+    let wanted = names_wanted(&s, &evaluate(&s, &Policy::default()));
     assert_eq!(wanted.containers.get(cid), Some(&(Some(uid.to_owned()), Some("containerd"))));
     assert!(wanted.pods.contains(uid) && wanted.pods.contains(other), "{wanted:?}");
 

@@ -408,6 +408,11 @@ fn the_daemon_names_pods_outside_the_datapath_and_a_pod_that_lost_its_program() 
     eprintln!("the early pod's series came {:?} after the daemon started", started.elapsed());
     let by_owner = r#"cgaudit_findings_by_owner{kind="pod_outside_datapath",severity="critical",owner="cilium"}"#;
     assert_eq!(daemon.metric(by_owner), Some(1.0), "{}", daemon.get("/metrics").1);
+    // The daemon's /audit is the audit's, pods' names in datapath.pods
+    // included (issue 46: the daemon named only the pods its findings name).
+    sources::assert_picture_is(&daemon, || audit(&node, &[]).json());
+    let picture: Value = serde_json::from_str(&daemon.get("/audit").1).unwrap();
+    assert_eq!(pod_net(&picture, &web)["name"], "web-0", "{:#}", pod_net(&picture, &web));
 
     // The red team's borrowed namespace: a process of the early pod in
     // web-0's network namespace (a container with CAP_SYS_ADMIN in the

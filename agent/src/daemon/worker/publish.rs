@@ -48,11 +48,8 @@ impl Worker {
     /// again only when a name changed (never on a node without findings).
     fn name(namer: &mut Namer, picture: &mut Picture, policy: &Policy) -> Vec<Finding> {
         let found = findings::evaluate(picture.snapshot(), policy);
-        if picture.set_names(namer.lookup(&findings::names_wanted(&found))) {
-            findings::evaluate(picture.snapshot(), policy)
-        } else {
-            found
-        }
+        let wanted = findings::names_wanted(picture.last(), &found);
+        if picture.set_names(namer.lookup(&wanted)) { findings::evaluate(picture.snapshot(), policy) } else { found }
     }
 
     /// Judges the picture again and publishes the findings.
