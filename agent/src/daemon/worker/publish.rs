@@ -44,8 +44,11 @@ impl Worker {
         bytes
     }
 
-    /// Judges the picture, naming what the findings are about: judged
-    /// again only when a name changed (never on a node without findings).
+    /// Judges the picture, naming what the report wants named (the
+    /// findings' pods and containers, the pods with interfaces): judged
+    /// again only when a name changed. Names found are kept (`Namer`); a
+    /// pod whose name is not found is looked for again at the next
+    /// judgement, under the read deadline.
     fn name(namer: &mut Namer, picture: &mut Picture, policy: &Policy) -> Vec<Finding> {
         let found = findings::evaluate(picture.snapshot(), policy);
         let wanted = findings::names_wanted(picture.last(), &found);
