@@ -240,20 +240,17 @@ pub struct Report {
 /// Which per-endpoint datapath the node runs, and each pod's interfaces.
 #[derive(Debug, Clone, Serialize)]
 pub struct Datapath {
-    /// The owners whose per-endpoint programs are on some pod's interface,
-    /// or whose datapath `configured` says the node runs (empty: no eBPF
-    /// datapath, e.g. bridge, ptp or a VPC CNI alone).
+    /// The owners whose datapath `configured` says the node runs (empty:
+    /// no eBPF datapath, e.g. bridge, ptp, Calico with iptables or a VPC
+    /// CNI alone).
     pub owners: Vec<Owner>,
-    /// What says the node runs an owner's datapath besides its programs:
-    /// its running agent, or the node's CNI configuration.
+    /// What says the node runs an owner's datapath: its running agent, its
+    /// setting, or the node's CNI configuration.
     pub configured: Vec<crate::snapshot::net::Configured>,
     /// Why the interfaces could not be read, if they could not.
     pub error: Option<String>,
     /// Every pod: hostNetwork, its interfaces and their programs, or why not.
     pub pods: Vec<crate::snapshot::net::PodNet>,
-    /// Host interfaces the link dump described in a way that could not be
-    /// decoded (left out).
-    pub links_undecodable: u64,
 }
 
 impl Report {
@@ -315,7 +312,6 @@ impl Report {
                 owners: findings::outside_datapath::datapaths(snap),
                 configured: snap.pod_networks.configured.clone(),
                 error: snap.pod_networks.error.clone(),
-                links_undecodable: snap.pod_networks.links_undecodable,
                 pods: snap
                     .pod_networks
                     .pods

@@ -30,6 +30,12 @@ impl EndpointAgent {
         Self::spawn(node.node.command_on_network(&fixture_bin(), &["endpoint-agent", "cilium-agent"]))
     }
 
+    /// On `node`'s network, named `comm` (another CNI's agent: `calico-node`).
+    #[cfg(feature = "cri")]
+    pub fn start_named(node: &Containerd, comm: &str) -> EndpointAgent {
+        Self::spawn(node.node.command_on_network(&fixture_bin(), &["endpoint-agent", comm]))
+    }
+
     /// In this process's namespaces (a guest's: the node's own).
     pub fn start_here() -> EndpointAgent {
         let mut c = Command::new(fixture_bin());
@@ -169,6 +175,43 @@ pub fn rtnl(msg: netlink_packet_route::RouteNetlinkMessage, flags: u16) -> std::
             None => Ok(()),
         },
         _ => Ok(()),
+    }
+}
+
+/// The id the namespace of `ifname`'s other end has in this one
+/// (`IFLA_LINK_NETNSID` of a veth), if it has one.
+pub fn link_netnsid(ifname: &str) -> std::io::Result<i32> {
+    use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+    let mut socket = Socket::new(NETLINK_ROUTE)?;
+    socket.bind_auto()?;
+    socket.connect(&SocketAddr::new(0, 0))?;
+    let mut get = LinkMessage::default();
+    get.attributes.push(LinkAttribute::IfName(ifname.into()));
+    let mut packet =
+        NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(RouteNetlinkMessage::GetLink(get)));
+    packet.header.flags = NLM_F_REQUEST;
+    packet.header.sequence_number = 1;
+    packet.finalize();
+    let mut buf = vec![0; packet.buffer_len()];
+    packet.serialize(&mut buf);
+    socket.send(&buf, 0)?;
+    let (bytes, _) = socket.recv_from_full()?;
+    let answer: NetlinkMessage<RouteNetlinkMessage> =
+        NetlinkMessage::deserialize(&bytes).map_err(std::io::Error::other)?;
+    match answer.payload {
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => l
+            .attributes
+            .iter()
+            .find_map(|a| match a {
+                LinkAttribute::LinkNetNsId(id) => Some(*id),
+                _ => None,
+            })
+            .ok_or_else(|| std::io::Error::other(format!("{ifname} has no other end in another namespace"))),
+        NetlinkPayload::Error(e) => Err(std::io::Error::from_raw_os_error(e.code.map_or(0, |c| -c.get()))),
+        _ => Err(std::io::Error::other("no answer")),
     }
 }
 

@@ -39,19 +39,25 @@ pub fn misplaced<'s>(snap: &'s Snapshot, policy: &'s Policy) -> Vec<(&'s Attachm
 pub(super) fn below_root(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
     type Key = (u64, bool, Owner, Option<Owner>);
-    let mut groups: BTreeMap<Key, Vec<&Attachment>> = BTreeMap::new();
+    // Each group's programs, and whether one of them is proven its owner's
+    // by what no tenant can make.
+    let mut groups: BTreeMap<Key, (Vec<&Attachment>, bool)> = BTreeMap::new();
     for (a, o) in cx.attachments().filter(|(a, _)| !at_root(snap, a)) {
         if misplaced_one(a, &o) {
             // Unknown programs apart by the root owner they are named like
             // (a benign owner's name is said of each program instead).
             let like = o.named_like.filter(|l| l.intends_root());
-            groups.entry((a.cgroup_id, a.attach_type.is_socket_address(), o.owner, like)).or_default().push(a);
+            let g = groups.entry((a.cgroup_id, a.attach_type.is_socket_address(), o.owner, like)).or_default();
+            g.0.push(a);
+            g.1 |= o.proven_strongly();
         }
     }
-    for ((_, socket, owner, like), mut programs) in groups {
+    for ((_, socket, owner, like), (mut programs, strongly)) in groups {
         programs.sort_by_key(|a| (a.attach_type, a.prog_id));
         let proven = owner != Owner::Unknown;
-        let (kind, severity) = match (socket, proven) {
+        // Proven only by where it is (its owner's agent runs in that cgroup):
+        // a tenant can attach there too (issue 47, L3), so it is said, not paged.
+        let (kind, severity) = match (socket, proven && strongly) {
             (true, true) => (Kind::SocketLbBelowRoot, Severity::Critical),
             (true, false) => (Kind::SocketLbBelowRoot, Severity::Warning),
             (false, _) => (Kind::RootHookBelowRoot, Severity::Warning),
@@ -161,9 +167,17 @@ fn proof_text(cx: &Ctx<'_>, a: &Attachment, owner: Owner) -> String {
         Some(Proof::Held) => format!("{agent} holds them: they are {}'s.", owner.title()),
         Some(Proof::Pinned) => format!("They are pinned in {}'s bpffs directory.", owner.title()),
         Some(Proof::AttachedByAgent) => format!("{agent} attached them (its bpf() call was traced)."),
-        Some(Proof::AgentInCgroup) => {
-            format!("{agent} runs in that very cgroup: the programs landed on its own container.")
-        }
+        Some(Proof::AgentInCgroup) => format!(
+            "{agent} runs in that very cgroup: the programs may have landed on its own container. Nothing else \
+             proves them {}'s (its agent does not hold them, they are not pinned, no attach call of its was seen), \
+             and a pod with CAP_BPF and CAP_NET_ADMIN can attach to that cgroup too: a warning, not a page.",
+            owner.title()
+        ),
+        Some(Proof::MountRooted) if cx.agent_in(&a.cgroup) == Some(owner) => format!(
+            "{agent} runs in that very cgroup, where {}'s cgroup2 mount is rooted: the programs landed on its own \
+             container.",
+            owner.title()
+        ),
         Some(Proof::MountRooted) => format!("{}'s cgroup2 mount is rooted at that cgroup.", owner.title()),
         _ => String::new(),
     }

@@ -126,6 +126,17 @@ mod anonymous {
         s.processes.insert(CTR.into(), vec![ProcessRef { pid, comm: "kmesh-daemon".into() }]);
         let f = evaluate(&s, &Policy::default());
         let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).expect("Kmesh's, below the root");
+        // Its agent's cgroup alone is a place a tenant can attach to too
+        // (issue 47, L3): said, not paged. Its pin, while it runs, is proof.
+        assert_eq!((below.owner, below.severity), (Some(Owner::Kmesh), Severity::Warning));
+        s.pins.push(OwnerPin {
+            owner: Owner::Kmesh,
+            path: "/sys/fs/bpf/bpf_kmesh_workload/cgroup_connect4_prog".into(),
+            prog_id: 90,
+            link_id: None,
+        });
+        let f = evaluate(&s, &Policy::default());
+        let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).expect("Kmesh's, below the root");
         assert_eq!((below.owner, below.severity), (Some(Owner::Kmesh), Severity::Critical));
         let cause = f.iter().find(|f| f.kind == Kind::CniAgentPrivateCgroupns).expect("the cause");
         assert_eq!(cause.owner, Some(Owner::Kmesh));

@@ -9,13 +9,18 @@ pub(super) const EXPLANATION: &str = "more than one copy of the same program of 
 /// same tag) under different program ids, proven the owner's.
 pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
-    let mut groups: BTreeMap<(u64, AttachType, Owner, String), Vec<&Attachment>> = BTreeMap::new();
-    for (a, owner) in cx.attachments().map(|(a, o)| (a, o.owner)).filter(|(_, o)| o.intends_root()) {
+    type Key = (u64, AttachType, Owner, String);
+    // Each group's copies, and whether one is proven its owner's by what no
+    // tenant can make (a copy named like it at the root is anyone's).
+    let mut groups: BTreeMap<Key, (Vec<&Attachment>, bool)> = BTreeMap::new();
+    for (a, o) in cx.attachments().filter(|(_, o)| o.owner.intends_root()) {
         let Some(p) = snap.programs.get(&a.prog_id) else { continue };
         let function = if p.name.is_empty() { format!("tag {}", p.tag) } else { p.name.clone() };
-        groups.entry((a.cgroup_id, a.attach_type, owner, function)).or_default().push(a);
+        let g = groups.entry((a.cgroup_id, a.attach_type, o.owner, function)).or_default();
+        g.0.push(a);
+        g.1 |= o.proven_strongly();
     }
-    for ((_, hook, owner, function), copies) in groups {
+    for ((_, hook, owner, function), (copies, strongly)) in groups {
         let mut copies: Vec<&Attachment> = copies;
         copies.sort_by_key(|a| a.prog_id);
         copies.dedup_by_key(|a| a.prog_id);
@@ -77,7 +82,7 @@ pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
              leaves copies on every restart.",
             owner = owner.title()
         );
-        let severity = if root && hook.is_socket_lb() { Severity::Critical } else { Severity::Warning };
+        let severity = if root && hook.is_socket_lb() && strongly { Severity::Critical } else { Severity::Warning };
         let mut f = Finding::new(Kind::DuplicateCniPrograms, severity, message, remediation);
         f = if root { Finding { cgroup: Some("/".into()), ..f } } else { f.at_cgroup(&first.cgroup, snap) };
         let shown = copies.iter().find(|a| stale.contains(&a.prog_id)).copied().unwrap_or(first);

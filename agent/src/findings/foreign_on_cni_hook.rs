@@ -1,4 +1,12 @@
 //! `foreign_program_on_cni_hook`: at the root, a program of another or unknown owner on a hook a socket load balancer (Cilium, Calico) uses.
+//!
+//! A program at the root named like the balancer's own, while its agent
+//! runs, that nothing the agent keeps proves its (the agent does not hold
+//! it, it is not pinned in the agent's directory, no attach call of the
+//! agent's was seen) counts as unknown here (issue 47, L3): both Cilium
+//! (its links, since 1.14) and Calico (its programs) pin what they attach
+//! at the root, and a tenant with CAP_BPF, CAP_NET_ADMIN and the root
+//! cgroup's fd can attach a program of any name there.
 
 use super::*;
 
@@ -12,8 +20,14 @@ pub(super) fn foreign_on_cni_hooks(
     out: &mut Vec<Finding>,
 ) {
     let (snap, attachers) = (cx.snap, &cx.attachers);
-    let at_root: Vec<(&Attachment, Owner)> =
-        cx.attachments().filter(|(a, _)| at_root(snap, a)).map(|(a, o)| (a, o.owner)).collect();
+    let at_root: Vec<(&Attachment, Owner)> = cx
+        .attachments()
+        .filter(|(a, _)| at_root(snap, a))
+        .map(|(a, o)| {
+            let by_name_only = o.proof == Some(crate::owner::Proof::AtRoot) && cx.agents_of(o.owner).next().is_some();
+            (a, if by_name_only { Owner::Unknown } else { o.owner })
+        })
+        .collect();
     for (cni, types) in hooks.iter().filter(|(o, _)| o.balances_sockets()) {
         // The hooks where the CNI's own program is at the root too.
         let cni_there: BTreeSet<AttachType> =
@@ -96,5 +110,34 @@ mod tests {
         assert!(evaluate(&s, &Policy { allow: vec!["mesh_".into()], ..Default::default() }).is_empty());
         s.attachments.last_mut().unwrap().attach_type = at("bind4");
         assert!(evaluate(&s, &Policy::default()).is_empty());
+    }
+
+    /// Issue 47, L3: a `cil_sock*` program at the root was Cilium's by its
+    /// name and place and raised nothing: a tenant with CAP_BPF, CAP_NET_ADMIN
+    /// and the root cgroup's fd rewrote every pod's connections unseen.
+    /// While Cilium's agent runs and keeps nothing of it, it is unknown here.
+    #[test]
+    fn a_program_named_like_the_cnis_at_the_root_that_its_agent_keeps_nothing_of_is_said() {
+        let mut s = node();
+        cilium_agent(&mut s, SocketLb::On);
+        cilium_connect(&mut s, "/", 1);
+        assert!(evaluate(&s, &Policy::default()).is_empty(), "held by its agent: Cilium's");
+        prog(&mut s, 61, "cil_sock4_sendmsg", ProgType::CgroupSockAddr);
+        attach(&mut s, "/", 1, "sendmsg4", 61);
+        let f = evaluate(&s, &Policy::default());
+        assert_eq!(kinds(&f), ["foreign_program_on_cni_hook"]);
+        assert_eq!((f[0].prog_id, f[0].owner), (Some(61), Some(Owner::Unknown)));
+        assert!(f[0].message.contains("instead of Cilium's"), "{}", f[0].message);
+        // Pinned where Cilium pins, while its agent runs: Cilium's.
+        s.pins.push(OwnerPin {
+            owner: Owner::Cilium,
+            path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_sendmsg".into(),
+            prog_id: 61,
+            link_id: None,
+        });
+        assert!(evaluate(&s, &Policy::default()).is_empty());
+        // Without its agent, a leftover: said by cni_leftover_programs.
+        s.agents.clear();
+        assert_eq!(kinds(&evaluate(&s, &Policy::default())), ["cni_leftover_programs"]);
     }
 }

@@ -92,6 +92,7 @@ mod tests {
         let f = evaluate(&s, &Policy::default());
         assert!(f[0].message.contains("its configuration turns socket LB off (kube-proxy"), "{}", f[0].message);
         s.agents[0].intent.socket_lb = SocketLb::On;
+        s.agents[0].holds.extend([10, 11]);
         assert!(evaluate(&s, &Policy::default()).is_empty());
     }
 

@@ -61,6 +61,14 @@ mod tests {
         });
         assert!(evaluate(&s, &Policy::default()).is_empty(), "and pin it in Cilium's directory");
         attach(&mut s, CTR, CTR_ID, "sendmsg4", 40);
+        // Issue 47, M3: attached too, while Cilium's agent does not run, the
+        // pin proves nothing: no program of Cilium's, nothing missing.
+        let f = evaluate(&s, &Policy::default());
+        assert!(!kinds(&f).contains(&"socket_lb_missing_at_root"), "{:?}", kinds(&f));
+        let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).expect("below the root");
+        assert_eq!((below.owner, below.severity), (Some(Owner::Unknown), Severity::Warning));
+        // With its agent running, the pin is Cilium's proof.
+        agent(&mut s, Owner::Cilium);
         let f = evaluate(&s, &Policy::default());
         let missing = f.iter().find(|f| f.kind == Kind::SocketLbMissingAtRoot).expect("attached, not at the root");
         assert_eq!(missing.attach_type, Some(at("sendmsg4")));

@@ -21,6 +21,7 @@ mod foreign_on_cni_hook;
 mod leftovers;
 mod missing_at_root;
 mod mount_not_root;
+mod network_unreadable;
 pub(crate) mod outside_datapath;
 mod ownership;
 pub(crate) mod pods_without;
@@ -79,6 +80,7 @@ pub enum Kind {
     CgroupV1NetControllerConflict,
     SockmapBesideSocketLb,
     PodOutsideDatapath,
+    PodNetworkUnreadable,
 }
 
 impl Kind {
@@ -105,7 +107,8 @@ impl Kind {
             | Kind::CniLeftoverPrograms
             | Kind::ForeignProgramOnCniHook
             | Kind::RootHookBelowRoot
-            | Kind::SockmapBesideSocketLb => &[Severity::Warning],
+            | Kind::SockmapBesideSocketLb
+            | Kind::PodNetworkUnreadable => &[Severity::Warning],
         }
     }
 
@@ -128,6 +131,7 @@ impl Kind {
             Kind::ForeignProgramOnCniHook => foreign_on_cni_hook::EXPLANATION,
             Kind::CgroupV1NetControllerConflict => v1_net_conflict::EXPLANATION,
             Kind::PodOutsideDatapath => outside_datapath::EXPLANATION,
+            Kind::PodNetworkUnreadable => network_unreadable::EXPLANATION,
         }
     }
 }
@@ -500,6 +504,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     sockmaps::sockmaps(&cx, &mut out);
     v1_net_conflict::v1_net_conflict(&cx, &mut out);
     outside_datapath::outside_datapath(&cx, &mut out);
+    network_unreadable::network_unreadable(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.
@@ -538,6 +543,16 @@ pub fn incomplete(snap: &Snapshot) -> Option<String> {
     // namespaced too, and hostPID is what fixes both.
     if let PidView::NotNode { reason } = &snap.pid_view {
         return Some(reason.clone());
+    }
+    // A node configured for an eBPF datapath whose pods' interfaces could
+    // not be read at all: no pod can be judged.
+    if let Some(error) = &snap.pod_networks.error
+        && let Some(owner) = outside_datapath::datapaths(snap).first()
+    {
+        return Some(format!(
+            "the pods' interfaces could not be read ({error}) on a node configured for {}'s datapath",
+            owner.title()
+        ));
     }
     if snap.root.kind == RootKind::Namespaced {
         return Some(snap.root.note.clone().unwrap_or_else(|| "the audit saw only a namespaced view".to_owned()));

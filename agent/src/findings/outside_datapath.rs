@@ -6,19 +6,21 @@
 //! on a new node, got their network from the previous CNI, and were never
 //! managed by Cilium.
 //!
-//! The node runs an owner's eBPF datapath when at least one pod interface
-//! carries the owner's entry program on the hook that sees what the pod
-//! sends (tc or tcx ingress on the host side, or netkit's peer). A program
-//! there was put there by a process with the node's network privileges (a
-//! pod cannot reach the host's side of its pair): its name is the owner's
-//! mark. hostNetwork pods have no interface of their own and are never
-//! judged; an interface whose hooks could not be read is not judged either.
+//! The node runs an owner's eBPF datapath when its configuration says so
+//! (`scan::net::config`: the owner's privileged agent runs, Calico's with
+//! its eBPF dataplane on, or the node's CNI configuration names it), never
+//! because a pod's interface carries a program of some name: a pod with
+//! CAP_NET_ADMIN and no user namespace can move a veth end carrying any
+//! program into the node's namespace (issue 47, H1). A pod is managed when
+//! the host end of its `eth0` pair (`scan::net::map`, which a pod cannot
+//! forge for another pod) carries the owner's entry program on the hook
+//! that sees what the pod sends (tc or tcx ingress on the host side, or
+//! netkit's peer). hostNetwork pods have no interface of their own and are
+//! never judged; a pod whose interface could not be read is
+//! `pod_network_unreadable`, never a verdict.
 //!
-//! A node whose configuration says it runs an owner's datapath
-//! (`scan::net::config`: its agent runs, or the node's CNI configuration names
-//! it) runs it even if no pod carries it yet. With the agent not running
-//! and no pod carrying it, that is one finding for the node (the datapath
-//! is down), not one per pod.
+//! With the agent not running and no pod carrying its programs, that is
+//! one finding for the node (the datapath is down), not one per pod.
 //!
 //! When: a pod that started before the owner's agent is judged at once (the
 //! seeds' case); one younger than `endpoint_grace` that started after it
@@ -30,16 +32,15 @@ use crate::snapshot::net::{EndpointSeen, Interface, Net, PodNet};
 
 pub(super) const EXPLANATION: &str = "these pods' interfaces carry none of the CNI's per-endpoint programs while other pods' do: their traffic gets no policy, no load balancing and no encryption from the CNI.";
 
-/// The owners whose eBPF datapath the node runs: those whose entry program
-/// is on some pod's interface, and those its configuration says it runs
-/// (`scan::net::config`).
+/// The owners whose eBPF datapath the node runs: those its configuration
+/// says it runs (`scan::net::config`: the owner's privileged agent, its
+/// own setting, the node's CNI configuration). Never a program's name on
+/// some pod's interface: a pod with CAP_NET_ADMIN and no user namespace
+/// can move a veth end carrying any program into the node's namespace
+/// (issue 47, H1).
 pub fn datapaths(snap: &Snapshot) -> Vec<Owner> {
     let nets = &snap.pod_networks;
-    DATAPATHS
-        .iter()
-        .map(|d| d.owner)
-        .filter(|o| nets.pods.iter().any(|p| p.carries(*o)) || nets.configured.iter().any(|c| c.owner == *o))
-        .collect()
+    DATAPATHS.iter().map(|d| d.owner).filter(|o| nets.configured.iter().any(|c| c.owner == *o)).collect()
 }
 
 pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
@@ -156,7 +157,7 @@ fn finding(
 
 /// The most pods and interfaces one node-level finding lists (`count` has
 /// them all).
-const NODE_SHOWN: usize = 16;
+pub(super) const NODE_SHOWN: usize = 16;
 
 /// One finding for the node: its configuration says it runs `owner`'s
 /// datapath, no pod carries it and its agent is not running.
@@ -185,7 +186,7 @@ fn node_finding(cx: &Ctx<'_>, owner: Owner, said: &str, outside: &[(&PodNet, Whe
 }
 
 /// A pod and its containers, named like those of pods_without_socket_lb.
-fn pod_named(snap: &Snapshot, uid: &str) -> Option<pods_without::UncoveredPod> {
+pub(super) fn pod_named(snap: &Snapshot, uid: &str) -> Option<pods_without::UncoveredPod> {
     let pod = snap.pods.iter().find(|q| q.pod_uid == uid)?;
     let named = snap.names.pod(&pod.pod_uid, None);
     Some(pods_without::UncoveredPod {
@@ -256,6 +257,9 @@ mod tests {
         if let Some(t) = agent_started {
             agent(&mut s, Owner::Cilium);
             s.pod_networks.agents.push(AgentStart { owner: Owner::Cilium, pid: 7, started: Some(t) });
+            s.pod_networks
+                .configured
+                .push(Configured { owner: Owner::Cilium, source: "cilium-agent runs (pid 7)".into() });
         }
         s.pod_networks = PodNetworks { read_at: NOW, pods, ..std::mem::take(&mut s.pod_networks) };
         s
@@ -333,8 +337,27 @@ mod tests {
     /// pods, the unmanaged one is a warning, not an outage.
     #[test]
     fn without_the_agent_running_it_is_a_warning() {
-        let s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![])], None);
+        let mut s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![])], None);
+        configured(&mut s, "/etc/cni/net.d/05-cilium.conflist names the cilium-cni plugin");
         assert_eq!(judged(&s), [("b".to_owned(), Severity::Warning)]);
+    }
+
+    /// Issue 47, H1: on a node not configured for an eBPF datapath (Calico
+    /// with iptables), a pod whose interface carries a program named
+    /// `cali_tc_preamble` (one it moved into the node's namespace itself)
+    /// does not make every other pod "outside Calico's datapath".
+    #[test]
+    fn a_program_named_like_an_owners_on_one_pod_does_not_make_the_node_its_datapath() {
+        let mut s = node_with(
+            vec![
+                pod("a", NOW - 3600, vec![prog("cali_tc_preamble", IfHook::TcxIngress)]),
+                pod("b", NOW - 3600, vec![]),
+            ],
+            None,
+        );
+        agent(&mut s, Owner::Calico);
+        assert!(datapaths(&s).is_empty());
+        assert!(judged(&s).is_empty(), "{:?}", judged(&s));
     }
 
     fn configured(s: &mut Snapshot, source: &str) {

@@ -17,7 +17,7 @@ pub struct Ctx<'s> {
     pub attachers: Attachers<'s>,
     /// Programs the owners' agents hold, by id.
     held: HashMap<u32, Owner>,
-    /// Programs in the owners' pin directories, by id.
+    /// Programs in the pin directories of owners whose agent runs, by id.
     pinned: HashMap<u32, Owner>,
     /// The agents taken for their owners', by pid.
     agents: HashMap<u32, &'s AgentProcess>,
@@ -32,7 +32,10 @@ impl<'s> Ctx<'s> {
         let agents: HashMap<u32, &AgentProcess> =
             snap.agents.iter().filter(|p| p.privileged).map(|p| (p.pid, p)).collect();
         let held = agents.values().flat_map(|p| p.holds.iter().map(move |id| (*id, p.owner))).collect();
-        let pinned = snap.pins.iter().map(|p| (p.prog_id, p.owner)).collect();
+        // A pin is the owner's proof only while its agent runs (issue 47,
+        // M3): one pinned into its directory while it does not is anyone's.
+        let running: BTreeSet<Owner> = agents.values().map(|p| p.owner).collect();
+        let pinned = snap.pins.iter().filter(|p| running.contains(&p.owner)).map(|p| (p.prog_id, p.owner)).collect();
         let agent_cgroups = snap
             .processes
             .iter()
@@ -73,6 +76,12 @@ impl<'s> Ctx<'s> {
             at_root: cgroup_id == self.snap.root.cgroup_id,
         };
         judge(&p.name, p.prog_type, Some(hook), &e, self.policy)
+    }
+
+    /// The owner whose agent runs in cgroup `cgroup` (a path relative to
+    /// the audited root), if one does.
+    pub fn agent_in(&self, cgroup: &str) -> Option<Owner> {
+        self.agent_cgroups.get(cgroup).copied()
     }
 
     pub fn owner(&self, a: &Attachment) -> Owner {

@@ -313,6 +313,7 @@ mod tests {
         let mut s = node_with_lb();
         prog(&mut s, 12, "cil_sock4_sendmsg", crate::bpf::ProgType::CgroupSockAddr);
         attach(&mut s, "/", 1, "sendmsg4", 12);
+        agent(&mut s, Owner::Cilium).holds.push(12);
         s.attachments.last_mut().unwrap().attach_flags = AttachFlags::Multi;
         s.pods = vec![pod(0, &[10, 11], &[&[10, 11]])];
         let f = evaluate(&s, &Policy::default());

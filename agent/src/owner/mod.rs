@@ -170,6 +170,18 @@ pub enum Proof {
     Allowed,
 }
 
+impl Proof {
+    /// Whether a tenant below node-level privilege can make it: where a
+    /// program is attached (a pod with CAP_BPF and CAP_NET_ADMIN attaches
+    /// to any cgroup it can open: its own, the CNI agent's through a
+    /// hostPath of the cgroup tree, the root's), or its name. A critical
+    /// finding, a page or a fix that restarts or deletes something never
+    /// rests on one alone (docs/security.md, "Proofs").
+    pub fn forgeable(self) -> bool {
+        matches!(self, Proof::AgentInCgroup | Proof::AtRoot | Proof::Named)
+    }
+}
+
 /// A program's owner, and why (`None` for `unknown`), and the owner its
 /// name claims when that is not proven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +195,12 @@ pub struct Owned {
 impl Owned {
     pub fn unknown(named_like: Option<Owner>) -> Owned {
         Owned { owner: Owner::Unknown, proof: None, named_like }
+    }
+
+    /// Proven its owner's by what no tenant below node-level privilege can
+    /// make (`Proof::forgeable`).
+    pub fn proven_strongly(&self) -> bool {
+        self.proof.is_some_and(|p| !p.forgeable())
     }
 }
 
@@ -252,7 +270,9 @@ pub fn claimed_by_name(name: &str) -> Option<Owner> {
 pub struct Evidence {
     /// The owner whose agent holds it.
     pub held_by: Option<Owner>,
-    /// The owner in whose pin directory it is.
+    /// The owner in whose pin directory it is, while that owner's agent
+    /// runs (a pin alone is no proof: whoever can write the node's bpffs
+    /// can pin there).
     pub pinned_by: Option<Owner>,
     /// The owner whose agent's call attached it.
     pub attached_by: Option<Owner>,
@@ -273,12 +293,14 @@ pub fn judge(name: &str, prog_type: ProgType, hook: Option<AttachType>, e: &Evid
     if !name.is_empty() && policy.allow.iter().any(|p| name.starts_with(p.as_str())) {
         return Owned { owner: Owner::Allowed, proof: Some(Proof::Allowed), named_like: None };
     }
+    // The proofs no tenant can make first (`Proof::forgeable`): the one a
+    // program is judged by is the strongest it has.
     let proven = [
         (e.held_by, Proof::Held),
         (e.pinned_by, Proof::Pinned),
         (e.attached_by, Proof::AttachedByAgent),
-        (e.agent_in_cgroup, Proof::AgentInCgroup),
         (e.mount_rooted, Proof::MountRooted),
+        (e.agent_in_cgroup, Proof::AgentInCgroup),
     ];
     for (owner, proof) in proven {
         if let Some(owner) = owner

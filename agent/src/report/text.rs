@@ -272,12 +272,6 @@ impl Report {
                 "note: {unread} pod(s) not judged: their network could not be read (the JSON's datapath.pods say why)"
             ));
         }
-        if d.links_undecodable > 0 {
-            s.line(format_args!(
-                "note: {} host interface(s) could not be decoded (a name that is not UTF-8) and were left out",
-                d.links_undecodable
-            ));
-        }
         s.line(format_args!("Pod"));
         s.line(format_args!(
             "    Interface        Driver  Hook            ID       Name                       Owner    Via"

@@ -59,12 +59,16 @@ fn ns_id(proc: &Path, kind: &str) -> Option<(u64, u64)> {
 }
 
 /// Why a process named like an owner's agent is not taken for it, if it is
-/// not, by what the registry says the agent runs with (`owner::Runs`):
-/// CAP_SYS_ADMIN or CAP_BPF in the node's user namespace for every agent,
-/// and for those that run with hostNetwork (CNI agents: they configure the
-/// node's routes and devices) CAP_NET_ADMIN in the node's network namespace
-/// too. Anyone can name a process; a pod with CAP_BPF alone, or root in a
-/// user or network namespace of its own, is not Cilium.
+/// not, by what the registry says the agent runs with (`owner::Runs`), in
+/// the node's user namespace: for those that run with hostNetwork (CNI
+/// agents: they configure the node's routes and devices) CAP_SYS_ADMIN or
+/// CAP_BPF, and CAP_NET_ADMIN in the node's network namespace; for those
+/// that run privileged in a network of their own (Kmesh), CAP_SYS_ADMIN and
+/// CAP_NET_ADMIN: what Pod Security's privileged profile gives and a pod
+/// granted CAP_BPF alone has not (issue 47, M2). Anyone can name a process;
+/// a pod with CAP_BPF alone, or root in a user or network namespace of its
+/// own, is not Cilium. Where the node's runtime names the process's pod,
+/// `not_in_its_namespace` checks that too.
 fn not_an_agent(
     dir: &Path,
     pid: u32,
@@ -82,15 +86,64 @@ fn not_an_agent(
     if userns.is_none() || own("user") != userns {
         return not("holds its capabilities only in a user namespace of its own");
     }
-    if owner.spec().is_some_and(|s| s.runs == crate::owner::Runs::HostNetwork) {
-        if caps & (1 << CAP_NET_ADMIN) == 0 {
-            return not("lacks CAP_NET_ADMIN, which it needs for the node's network");
+    match owner.spec().map(|s| s.runs) {
+        Some(crate::owner::Runs::HostNetwork) => {
+            if caps & (1 << CAP_NET_ADMIN) == 0 {
+                return not("lacks CAP_NET_ADMIN, which it needs for the node's network");
+            }
+            if netns.is_none() || own("net") != netns {
+                return not("runs in a network namespace other than the node's (its agent runs with hostNetwork)");
+            }
         }
-        if netns.is_none() || own("net") != netns {
-            return not("runs in a network namespace other than the node's (its agent runs with hostNetwork)");
+        Some(crate::owner::Runs::Privileged) => {
+            let both = 1 << CAP_SYS_ADMIN | 1 << CAP_NET_ADMIN;
+            if caps & both != both {
+                return not("lacks CAP_SYS_ADMIN or CAP_NET_ADMIN, which its agent runs with (privileged)");
+            }
         }
+        None => {}
     }
     None
+}
+
+/// Why a process taken for `owner`'s agent by its privileges is not, for
+/// an owner whose agent runs privileged in a network of its own (Kmesh:
+/// nothing of the node's sets it apart from a tenant's privileged pod),
+/// when the node's runtime names its pod (`pod_namespace`) and the
+/// registry names the namespace the owner's DaemonSet runs in: a pod in
+/// another namespace is a tenant's, whatever it holds (Pod Security's
+/// privileged profile is granted per namespace).
+pub fn not_in_its_namespace(
+    owner: Owner,
+    pid: u32,
+    comm: &str,
+    pod_namespace: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    let spec = owner.spec()?;
+    let (want, _) = spec.restart.filter(|_| spec.runs == crate::owner::Runs::Privileged)?;
+    let ns = pod_namespace()?;
+    (ns != want).then(|| {
+        format!(
+            "pid {pid} is named {comm} but runs in a pod of namespace {ns}, not {want} where {}'s DaemonSet runs: \
+             not taken for its agent",
+            owner.title()
+        )
+    })
+}
+
+/// The namespace of the pod a process of cgroup `cgroup` is in, as the
+/// node's runtime names it (`None`: not a pod's, or not named), for the
+/// owners `not_in_its_namespace` checks.
+fn pod_namespace(proc: &Path, cgroup: &str) -> Option<String> {
+    let a = crate::attribution::attribute(cgroup);
+    let uid = a.pod_uid.clone()?;
+    let mut wanted = crate::snapshot::NamesWanted::default();
+    wanted.pods.insert(uid.clone());
+    if let Some(id) = &a.container_id {
+        wanted.containers.insert(id.clone(), (Some(uid.clone()), a.runtime));
+    }
+    let names = super::names::Namer::new(proc).lookup(&wanted);
+    names.pod(&uid, a.container_id.as_deref()).map(|p| p.namespace.clone())
 }
 
 /// The owners' agents running (by command name), their cgroup namespaces,
@@ -121,7 +174,8 @@ pub fn agent_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<
             continue;
         };
         let pid: u32 = pid.parse().unwrap_or(0);
-        let refused = not_an_agent(&entry.path(), pid, comm, owner, initial, netns);
+        let refused = not_an_agent(&entry.path(), pid, comm, owner, initial, netns)
+            .or_else(|| not_in_its_namespace(owner, pid, comm, || pod_namespace(proc, &cgroup)));
         let privileged = refused.is_none();
         let holds = if privileged { held(&entry.path()) } else { Vec::new() };
         let intent = match refused {
@@ -155,4 +209,31 @@ pub fn agent_processes(proc: &Path, budget: &deadline::Budget, errors: &mut Vec<
     }
     out.sort_by_key(|p| p.pid);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 47, M2: a privileged pod in a tenant's namespace running a
+    /// process named `kmesh-daemon` is not Kmesh's agent; in Kmesh's own
+    /// namespace, or where the runtime does not name the pod, it is taken
+    /// by its privileges alone. A CNI agent (hostNetwork) is not asked.
+    #[test]
+    fn a_privileged_agent_of_an_owner_is_in_its_owners_namespace() {
+        let tenant = || Some("tenant-a".to_owned());
+        let why = not_in_its_namespace(Owner::Kmesh, 7, "kmesh-daemon", tenant).expect("refused");
+        assert!(why.contains("namespace tenant-a, not kmesh-system"), "{why}");
+        assert_eq!(not_in_its_namespace(Owner::Kmesh, 7, "kmesh-daemon", || Some("kmesh-system".into())), None);
+        assert_eq!(not_in_its_namespace(Owner::Kmesh, 7, "kmesh-daemon", || None), None);
+        let mut asked = false;
+        assert_eq!(
+            not_in_its_namespace(Owner::Cilium, 7, "cilium-agent", || {
+                asked = true;
+                tenant()
+            }),
+            None
+        );
+        assert!(!asked, "names are looked up only for the owners it applies to");
+    }
 }

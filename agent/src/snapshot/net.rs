@@ -22,9 +22,11 @@ pub struct PodNetworks {
     /// (its running agents', its CNI configuration).
     pub configured: Vec<Configured>,
     pub pods: Vec<PodNet>,
-    /// Host interfaces the link dump described in a way that could not be
-    /// decoded (a name that is not UTF-8): left out, counted.
-    pub links_undecodable: u64,
+    /// The daemon's memory: the pods unread at this read that keep an
+    /// earlier reading, by UID, with when that was read (unix seconds). A
+    /// reading is kept at most `KEPT_FOR`: past it the pod is unread.
+    #[serde(skip)]
+    pub kept: BTreeMap<String, u64>,
     /// The daemon's memory: the pods' interfaces that carried an owner's
     /// per-endpoint program at an earlier read. A pod that lost it is
     /// outside the datapath at once, whatever its age. Empty for a
@@ -40,6 +42,11 @@ pub struct EndpointSeen {
     pub owner: Owner,
     pub ifindex: u32,
 }
+
+/// How long the daemon keeps a pod's last good reading while its network
+/// cannot be read (a gap must not clear a verdict, nor a pod that keeps
+/// its network unreadable keep an old one forever).
+pub const KEPT_FOR: u64 = 60;
 
 impl PodNetworks {
     /// Every program on a pod's interface.

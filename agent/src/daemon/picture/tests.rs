@@ -552,10 +552,18 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
             via: Via::Link { link_id: 3 },
         }]
     };
-    let good = PodNetworks { pods: vec![pod("a", cilium(), vec![]), pod("b", vec![], vec![])], ..Default::default() };
+    let configured = vec![crate::snapshot::net::Configured {
+        owner: crate::owner::Owner::Cilium,
+        source: "cilium-agent runs (pid 7)".into(),
+    }];
+    let good = PodNetworks {
+        pods: vec![pod("a", cilium(), vec![]), pod("b", vec![], vec![])],
+        configured: configured.clone(),
+        ..Default::default()
+    };
     assert!(p.set_pod_networks(good.clone()));
-    // Started at 1 s, read at 0 s: within any grace, on a node whose pod
-    // "a" runs Cilium's datapath.
+    // Started at 1 s, read at 0 s: within any grace, on a node configured
+    // for Cilium's datapath.
     assert!(p.pods_within_grace(Duration::ZERO));
     let later = PodNetworks { read_at: 1 + 30 + crate::daemon::schedule::INTERFACES.as_secs(), ..good.clone() };
     p.set_pod_networks(later.clone());
@@ -575,11 +583,28 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
         crate::snapshot::net::EndpointSeen { pod_uid: "a".into(), owner: crate::owner::Owner::Cilium, ifindex: 5 };
     assert!(p.last().pod_networks.had_programs.contains(&seen));
     // One interface unread: that pod stays as read last.
-    let partial = PodNetworks {
+    let partial = |read_at| PodNetworks {
+        read_at,
         pods: vec![pod("a", vec![], vec!["tc_ingress: EBUSY".into()]), pod("b", vec![], vec![])],
+        configured: configured.clone(),
         ..Default::default()
     };
-    p.set_pod_networks(partial);
+    p.set_pod_networks(partial(10));
     let a = &p.last().pod_networks.pods[0];
     assert!(a.interfaces()[0].programs.len() == 1 && a.interfaces()[0].errors.is_empty(), "{a:?}");
+    // Issue 47, M1: for KEPT_FOR at most, counted from the reading kept;
+    // then the pod is unread, and says so.
+    p.set_pod_networks(partial(crate::snapshot::net::KEPT_FOR));
+    assert!(!p.last().pod_networks.pods[0].unread(), "still within KEPT_FOR of the reading kept (read at 0)");
+    p.set_pod_networks(partial(crate::snapshot::net::KEPT_FOR + 1));
+    let a = &p.last().pod_networks.pods[0];
+    assert!(a.unread(), "aged out: {a:?}");
+    let found = crate::findings::evaluate(p.snapshot(), &crate::findings::Policy::default());
+    let unread: Vec<_> = found.iter().filter(|f| f.kind == crate::findings::Kind::PodNetworkUnreadable).collect();
+    assert_eq!(unread.len(), 1, "{found:#?}");
+    assert!(unread[0].message.contains("tc_ingress: EBUSY"), "{}", unread[0].message);
+    // A failed read, long after: every pod is unread, none kept.
+    p.set_pod_networks(PodNetworks { read_at: 1000, error: Some("setns: EPERM".into()), ..Default::default() });
+    assert!(p.last().pod_networks.pods.iter().all(|p| p.unread()), "{:?}", p.last().pod_networks.pods);
+    assert!(crate::findings::incomplete(p.snapshot()).is_some_and(|why| why.contains("setns: EPERM")));
 }

@@ -27,7 +27,7 @@ pub mod map;
 pub mod namespaces;
 pub mod netlink;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -39,17 +39,6 @@ use crate::snapshot::{AgentProcess, PodCgroup};
 use map::PodProbe;
 use namespaces::{PodNamespaces, ProcessNs};
 use netlink::{Direction, HostNet, Link};
-
-/// A host interface as the pods' section lists it.
-fn interface_of(l: &Link) -> Interface {
-    Interface {
-        ifindex: l.ifindex,
-        name: l.name.clone(),
-        driver: l.driver.clone(),
-        programs: Vec::new(),
-        errors: Vec::new(),
-    }
-}
 
 /// The longest the interfaces of one read are read for: past it, those
 /// left say so (`Interface::errors`) rather than hold the pass (each
@@ -101,17 +90,21 @@ pub fn read(
     // limit).
     let lookups = namespaces::assign(&mut namespaces);
     // Everything that names an interface, on a thread in the host's
-    // network namespace.
+    // network namespace (and, for a moment each, in each pod's).
     let here = std::fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino()).ok();
     let joined = std::thread::scope(|s| {
-        s.spawn(|| -> Result<(Vec<PodNet>, u64), String> {
-            if here != Some(host_ino) {
+        s.spawn(|| -> Result<Vec<PodNet>, String> {
+            let into_node = || {
                 nix::sched::setns(host.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-                    .map_err(|e| format!("setns into {}: {e}", host_path.display()))?;
+                    .map_err(|e| format!("setns into {}: {e}", host_path.display()))
+            };
+            if here != Some(host_ino) {
+                into_node()?;
             }
-            let mut net = HostNet::here().map_err(|e| e.to_string())?;
-            let (links, undecodable) = net.links().map_err(|e| e.to_string())?;
+            let mut node = HostNet::here().map_err(|e| e.to_string())?;
+            let started = std::time::Instant::now();
             let mut nsids: BTreeMap<u64, Option<i32>> = BTreeMap::new();
+            let mut pairs: HashMap<i32, map::PairRead> = HashMap::new();
             for (ino, pid) in &lookups {
                 // The same namespace still (the pid may have been reused).
                 let Ok(fd) = std::fs::File::open(proc.join(pid.to_string()).join("ns/net")).map(OwnedFd::from) else {
@@ -120,12 +113,25 @@ pub fn read(
                 if nix::sys::stat::fstat(fd.as_fd()).map(|st| st.st_ino).ok() != Some(*ino) {
                     continue;
                 }
-                match net.nsid(fd.as_fd()) {
-                    Ok(id) => {
-                        nsids.insert(*ino, id);
+                let id = match node.nsid(fd.as_fd()) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "no netns id");
+                        continue;
                     }
-                    Err(e) => tracing::debug!(error = %e, "no netns id"),
-                }
+                };
+                nsids.insert(*ino, id);
+                // No id in the node's: nothing of the node leads there.
+                let Some(id) = id else { continue };
+                let read = if started.elapsed() > READ_BUDGET {
+                    map::PairRead::Failed(format!("not read: the read's {}s were spent", READ_BUDGET.as_secs()))
+                } else {
+                    let pod_side = pod_side(fd.as_fd(), host.as_fd());
+                    // Back in the node's namespace whatever the pod's gave.
+                    into_node()?;
+                    pair(&mut node, pod_side)
+                };
+                pairs.insert(id, read);
             }
             let probes = pods
                 .iter()
@@ -140,33 +146,94 @@ pub fn read(
                     }
                 })
                 .collect();
-            let mut pods = map::pods_on_links(probes, &links);
-            let by_index: BTreeMap<u32, &Link> = links.iter().map(|l| (l.ifindex, l)).collect();
-            let started = std::time::Instant::now();
+            let mut pods = map::pods_on_pairs(probes, &pairs);
+            let xdp: HashMap<u32, Option<u32>> = pairs
+                .values()
+                .filter_map(|r| match r {
+                    map::PairRead::Read { host_end: Some(h), .. } => Some((h.ifindex, h.xdp_prog_id)),
+                    _ => None,
+                })
+                .collect();
             for i in pods.iter_mut().flat_map(PodNet::interfaces_mut) {
                 if started.elapsed() > READ_BUDGET {
                     i.errors.push(format!("not read: the read's {}s were spent", READ_BUDGET.as_secs()));
                     continue;
                 }
-                read_programs(&mut net, i, by_index.get(&i.ifindex).copied());
+                read_programs(&mut node, i, xdp.get(&i.ifindex).copied().flatten());
             }
-            Ok((pods, undecodable))
+            Ok(pods)
         })
         .join()
     });
     match joined {
-        Ok(Ok((pods, links_undecodable))) => PodNetworks {
-            error: None,
-            read_at,
-            agents,
-            configured,
-            pods,
-            links_undecodable,
-            had_programs: Default::default(),
-        },
+        Ok(Ok(pods)) => PodNetworks { error: None, read_at, agents, configured, pods, ..Default::default() },
         Ok(Err(e)) => PodNetworks::failed(e, read_at),
         Err(_) => PodNetworks::failed("the interface reader panicked".into(), read_at),
     }
+}
+
+/// What a pod's namespace (`pod_ns`) says of its side of the CNI's pair:
+/// its `eth0`, and the id the node's namespace (`node_ns`) has there. The
+/// calling thread joins the pod's namespace to make a socket there (a
+/// socket is its maker's namespace's for life) and stays in it: the caller
+/// goes back. Without `eth0`, the pairs that lead into the node's
+/// namespace are counted (a pod that renamed its `eth0` is not judged, and
+/// says so).
+fn pod_side(pod_ns: BorrowedFd<'_>, node_ns: BorrowedFd<'_>) -> Result<PodSide, String> {
+    nix::sched::setns(pod_ns, nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("setns into the pod's network namespace: {e}"))?;
+    let mut pod = HostNet::here().map_err(|e| e.to_string())?;
+    // First: the answer fills in the other end's namespace id, which the
+    // kernel assigns there if it had none; the lookup then finds it.
+    let eth0 = pod.link_named(map::POD_IFNAME).map_err(|e| e.to_string())?;
+    let node_id = pod.nsid(node_ns).map_err(|e| e.to_string())?;
+    let into_node = match (&eth0, node_id) {
+        (None, Some(node)) => {
+            let (links, _) = pod.links(POD_LINKS_MAX).map_err(|e| e.to_string())?;
+            links.iter().filter(|l| l.peer_nsid == Some(node)).count()
+        }
+        _ => 0,
+    };
+    Ok(PodSide { eth0, node_id, into_node })
+}
+
+/// The most links of a pod's own namespace read, when it has no `eth0`.
+const POD_LINKS_MAX: usize = 1024;
+
+/// A pod's side of the CNI's pair.
+struct PodSide {
+    eth0: Option<Link>,
+    /// The id the node's namespace has in the pod's.
+    node_id: Option<i32>,
+    /// Without `eth0`: how many of its interfaces lead into the node's
+    /// namespace.
+    into_node: usize,
+}
+
+/// The pair a pod's side names, its host end read from the node's side
+/// (`node`: a socket in the node's namespace).
+fn pair(node: &mut HostNet, side: Result<PodSide, String>) -> map::PairRead {
+    let side = match side {
+        Ok(s) => s,
+        Err(why) => return map::PairRead::Failed(why),
+    };
+    let Some(eth0) = side.eth0 else {
+        return match side.into_node {
+            0 => map::PairRead::NoPodInterface,
+            n => map::PairRead::Failed(format!(
+                "it has no {} but {n} interface(s) leading into the node's network namespace (renamed?): not judged",
+                map::POD_IFNAME
+            )),
+        };
+    };
+    let host_end = match (eth0.peer_ifindex, eth0.peer_nsid) {
+        (Some(index), Some(ns)) if Some(ns) == side.node_id => match node.link_at(index) {
+            Ok(l) => l,
+            Err(e) => return map::PairRead::Failed(e.to_string()),
+        },
+        _ => None,
+    };
+    map::PairRead::Read { pod_end: eth0, node_id_in_pod: side.node_id, host_end }
 }
 
 /// What a pod's processes say of their network namespaces: those of each
@@ -245,7 +312,7 @@ fn process_start_ticks(proc: &Path, pid: u32) -> Option<u64> {
 }
 
 /// The programs on one interface's hooks.
-fn read_programs(net: &mut HostNet, i: &mut Interface, link: Option<&Link>) {
+fn read_programs(net: &mut HostNet, i: &mut Interface, xdp_prog_id: Option<u32>) {
     use aya_obj::generated::bpf_attach_type as at;
     for (dir, hook) in [(Direction::Ingress, IfHook::TcIngress), (Direction::Egress, IfHook::TcEgress)] {
         match net.filters(i.ifindex, dir) {
@@ -297,7 +364,7 @@ fn read_programs(net: &mut HostNet, i: &mut Interface, link: Option<&Link>) {
             Err(e) => i.errors.push(format!("{}: {e}", hook.as_str())),
         }
     }
-    if let Some(id) = link.and_then(|l| l.xdp_prog_id) {
+    if let Some(id) = xdp_prog_id {
         i.programs.push(ProgramOn { hook: IfHook::Xdp, prog_id: id, prog_name: String::new(), via: Via::Attached });
     }
 }

@@ -29,9 +29,9 @@ use super::cls_bpf::{self, Filter};
 /// The longest one answer may take (the kernel answers under RTNL, which a
 /// busy node's CNI holds while it makes pods).
 const ANSWER_WITHIN: Duration = Duration::from_secs(2);
-/// The most messages one dump is read for: a node has a few thousand
-/// interfaces at most; past this the dump is not believed.
-const DUMP_MAX: usize = 100_000;
+/// The most messages one answer is read for (a hook's tc filters, one
+/// link): past this it is not believed.
+const ANSWERS_MAX: usize = 4096;
 
 /// What went wrong, naming the request.
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +39,16 @@ const DUMP_MAX: usize = 100_000;
 pub struct NetlinkError {
     pub request: &'static str,
     pub error: String,
+    /// The kernel's errno, when it answered with one.
+    pub errno: Option<i32>,
 }
 
 fn err(request: &'static str, error: impl std::fmt::Display) -> NetlinkError {
-    NetlinkError { request, error: error.to_string() }
+    NetlinkError { request, error: error.to_string(), errno: None }
+}
+
+fn errno(request: &'static str, code: i32) -> NetlinkError {
+    NetlinkError { request, error: std::io::Error::from_raw_os_error(code).to_string(), errno: Some(code) }
 }
 
 /// A host interface, as the link dump describes it.
@@ -56,6 +62,9 @@ pub struct Link {
     /// For a pair whose other end is in another network namespace: that
     /// namespace's id here (`IFLA_LINK_NETNSID`).
     pub peer_nsid: Option<i32>,
+    /// For a pair: the other end's interface index, in its own namespace
+    /// (`IFLA_LINK`).
+    pub peer_ifindex: Option<u32>,
     /// netkit: whether this is the pair's primary (its programs are read
     /// through the primary only).
     pub netkit_primary: Option<bool>,
@@ -98,19 +107,33 @@ impl HostNet {
         Ok(HostNet { socket, seq: 0 })
     }
 
-    /// Every interface of this network namespace, and how many could not
-    /// be decoded.
-    pub fn links(&mut self) -> Result<(Vec<Link>, u64), NetlinkError> {
-        let answers = self.dump("RTM_GETLINK", RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
-        let links = answers
-            .messages
-            .into_iter()
-            .filter_map(|m| match m {
-                RouteNetlinkMessage::NewLink(l) => Some(link(&l)),
+    /// The interface of this network namespace called `name` (`None`:
+    /// there is none). One request, answered whole: no dump a churn of
+    /// devices can interrupt.
+    pub fn link_named(&mut self, name: &str) -> Result<Option<Link>, NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.attributes.push(LinkAttribute::IfName(name.to_owned()));
+        self.one_link(m)
+    }
+
+    /// The interface of this network namespace at index `ifindex` (`None`:
+    /// there is none), in one request.
+    pub fn link_at(&mut self, ifindex: u32) -> Result<Option<Link>, NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = ifindex;
+        self.one_link(m)
+    }
+
+    fn one_link(&mut self, m: LinkMessage) -> Result<Option<Link>, NetlinkError> {
+        match self.ask("RTM_GETLINK", RouteNetlinkMessage::GetLink(m), NLM_F_REQUEST) {
+            Ok(a) if a.undecodable > 0 => Err(err("RTM_GETLINK", "the answer could not be decoded")),
+            Ok(a) => Ok(a.messages.iter().find_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(link(l)),
                 _ => None,
-            })
-            .collect();
-        Ok((links, answers.undecodable))
+            })),
+            Err(e) if e.errno == Some(libc::ENODEV) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The tc filters on one hook of interface `ifindex` (none without a
@@ -153,9 +176,30 @@ impl HostNet {
     }
 
     fn dump(&mut self, request: &'static str, msg: RouteNetlinkMessage) -> Result<Answers, NetlinkError> {
-        // A dump the kernel says changed under it is read once more.
-        let answer = match self.ask(request, msg.clone(), NLM_F_REQUEST | NLM_F_DUMP) {
-            Err(e) if e.error == INTERRUPTED => self.ask(request, msg, NLM_F_REQUEST | NLM_F_DUMP),
+        let mut messages = Vec::new();
+        let undecodable = self.dump_each(request, msg, ANSWERS_MAX, &mut |m| match m {
+            Some(m) => messages.push(m),
+            None => messages.clear(),
+        })?;
+        Ok(Answers { messages, undecodable })
+    }
+
+    /// A dump, each answer handed to `each` as it comes, `max` at most. A
+    /// dump the kernel says changed under it is read once more (`each` is
+    /// first given `None`: what it was given is to be forgotten).
+    fn dump_each(
+        &mut self,
+        request: &'static str,
+        msg: RouteNetlinkMessage,
+        max: usize,
+        each: &mut dyn FnMut(Option<RouteNetlinkMessage>),
+    ) -> Result<u64, NetlinkError> {
+        let flags = NLM_F_REQUEST | NLM_F_DUMP;
+        let answer = match self.ask_each(request, msg.clone(), flags, max, &mut |m| each(Some(m))) {
+            Err(e) if e.error == INTERRUPTED => {
+                each(None);
+                self.ask_each(request, msg, flags, max, &mut |m| each(Some(m)))
+            }
             other => other,
         };
         if answer.is_err() {
@@ -168,12 +212,46 @@ impl HostNet {
         answer
     }
 
+    /// Every interface of this network namespace, decoded as each arrives
+    /// (`max` at most: past it the dump is not believed), and how many
+    /// could not be decoded.
+    pub fn links(&mut self, max: usize) -> Result<(Vec<Link>, u64), NetlinkError> {
+        let mut links = Vec::new();
+        let undecodable = self.dump_each(
+            "RTM_GETLINK",
+            RouteNetlinkMessage::GetLink(LinkMessage::default()),
+            max,
+            &mut |m| match m {
+                Some(RouteNetlinkMessage::NewLink(l)) => links.push(link(&l)),
+                Some(_) => {}
+                None => links.clear(),
+            },
+        )?;
+        Ok((links, undecodable))
+    }
+
     /// Sends one request and reads its answers up to the dump's end or the
     /// kernel's error or ack. A message that cannot be decoded (a name that
     /// is not UTF-8: a device in this namespace can be made by a pod with
     /// CAP_NET_ADMIN, through the netns id its own namespace has for this
     /// one) is skipped and counted, never the whole answer lost.
     fn ask(&mut self, request: &'static str, msg: RouteNetlinkMessage, flags: u16) -> Result<Answers, NetlinkError> {
+        let mut messages = Vec::new();
+        let undecodable = self.ask_each(request, msg, flags, ANSWERS_MAX, &mut |m| messages.push(m))?;
+        Ok(Answers { messages, undecodable })
+    }
+
+    /// `ask`, each answer handed to `each` as it is decoded (nothing of a
+    /// long dump is held here), at most `max` of them: past that the
+    /// answer is not believed. Returns how many could not be decoded.
+    fn ask_each(
+        &mut self,
+        request: &'static str,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        max: usize,
+        each: &mut dyn FnMut(RouteNetlinkMessage),
+    ) -> Result<u64, NetlinkError> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut packet = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(msg));
@@ -183,7 +261,7 @@ impl HostNet {
         let mut buf = vec![0; packet.buffer_len()];
         packet.serialize(&mut buf);
         self.socket.send(&buf, 0).map_err(|e| err(request, e))?;
-        let mut out = Answers::default();
+        let (mut undecodable, mut answers) = (0u64, 0usize);
         let mut interrupted = false;
         loop {
             let bytes = self.receive().map_err(|e| err(request, e))?;
@@ -205,28 +283,27 @@ impl HostNet {
                 let m: NetlinkMessage<RouteNetlinkMessage> = match NetlinkMessage::deserialize(this) {
                     Ok(m) => m,
                     Err(_) => {
-                        out.undecodable += 1;
+                        undecodable += 1;
                         continue;
                     }
                 };
                 match m.payload {
-                    NetlinkPayload::Done(d) if d.code < 0 => {
-                        return Err(err(request, std::io::Error::from_raw_os_error(-d.code)));
-                    }
+                    NetlinkPayload::Done(d) if d.code < 0 => return Err(errno(request, -d.code)),
                     NetlinkPayload::Done(_) => {
-                        return if interrupted { Err(err(request, INTERRUPTED)) } else { Ok(out) };
+                        return if interrupted { Err(err(request, INTERRUPTED)) } else { Ok(undecodable) };
                     }
                     NetlinkPayload::Error(e) => {
                         return match e.code {
-                            None => Ok(out),
-                            Some(code) => Err(err(request, std::io::Error::from_raw_os_error(-code.get()))),
+                            None => Ok(undecodable),
+                            Some(code) => Err(errno(request, -code.get())),
                         };
                     }
                     NetlinkPayload::InnerMessage(inner) => {
-                        out.messages.push(inner);
-                        if out.messages.len() > DUMP_MAX {
-                            return Err(err(request, format!("more than {DUMP_MAX} answers")));
+                        answers += 1;
+                        if answers > max {
+                            return Err(err(request, format!("more than {max} answers")));
                         }
+                        each(inner);
                     }
                     _ => {}
                 }
@@ -262,6 +339,7 @@ fn link(l: &LinkMessage) -> Link {
         name: String::new(),
         driver: String::new(),
         peer_nsid: None,
+        peer_ifindex: None,
         netkit_primary: None,
         xdp_prog_id: None,
     };
@@ -269,6 +347,7 @@ fn link(l: &LinkMessage) -> Link {
         match a {
             LinkAttribute::IfName(n) => out.name = n.clone(),
             LinkAttribute::LinkNetNsId(id) => out.peer_nsid = Some(*id),
+            LinkAttribute::Link(index) => out.peer_ifindex = Some(*index),
             LinkAttribute::Xdp(x) => {
                 out.xdp_prog_id = x.iter().find_map(|x| match x {
                     LinkXdp::ProgId(id) if *id != 0 => Some(*id),
@@ -345,6 +424,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((l.ifindex, l.name.as_str(), l.driver.as_str(), l.peer_nsid), (17, "lxc0a1b", "veth", Some(3)));
+        assert_eq!(l.peer_ifindex, Some(2), "its other end's index, in that namespace");
         assert_eq!((l.netkit_primary, l.xdp_prog_id), (None, None));
     }
 

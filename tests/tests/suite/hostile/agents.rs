@@ -60,3 +60,48 @@ fn a_cni_agent_needs_the_cnis_privileges_on_the_nodes_network() {
         drop(fake);
     }
 }
+
+/// Issue 47, M2 [CAP_BPF + CAP_NET_ADMIN]: a process named `kmesh-daemon`
+/// holding only CAP_BPF and CAP_NET_ADMIN, in a network namespace of its
+/// own (as Kmesh runs), was taken for Kmesh's agent: the program it holds
+/// on a cgroup below the root was Kmesh's (`held`), a critical
+/// `socket_lb_below_root` with Kmesh's restart command. Kmesh runs
+/// privileged: CAP_SYS_ADMIN and CAP_NET_ADMIN at least. Now it is a
+/// program nobody is proven to own: a warning that says what it is named
+/// like.
+#[test]
+fn a_kmesh_named_process_with_cap_bpf_is_not_kmeshs_agent() {
+    if !can_run(&["unshare", "setpriv"]) {
+        return;
+    }
+    let t = TestCgroup::new("kmesh-profile");
+    let below = t.mkdir("tenant");
+    let mut holder = std::process::Command::new("unshare")
+        .args(["--net", "setpriv", "--bounding-set=-all,+bpf,+net_admin", "--inh-caps=-all"])
+        .arg(fixture_bin())
+        .args(["hold-link", below.to_str().unwrap(), "connect4", "cgroup_connect4_prog", "kmesh-daemon"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the holder");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
+    let holder = Kill(holder);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.starts_with("held "), "the holder says what it holds: {line:?}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", holder.0.id())).unwrap();
+    assert!(status.contains("CapEff:\t0000008000001000"), "CAP_BPF and CAP_NET_ADMIN only:\n{status}");
+    let report = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]).json();
+    let below_root: Vec<&serde_json::Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "socket_lb_below_root").collect();
+    let [f] = below_root[..] else { panic!("one finding: {:#}", report["findings"]) };
+    assert_eq!((&f["severity"], &f["owner"]), (&"warning".into(), &"unknown".into()), "{f:#}");
+    assert!(f["message"].as_str().unwrap().contains("named like Kmesh's"), "{f:#}");
+    drop(holder);
+}

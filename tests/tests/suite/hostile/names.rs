@@ -144,6 +144,37 @@ fn a_pin_alone_says_nothing_of_socket_lb_and_a_defunct_pinned_link_is_a_warning(
     let _ = std::fs::remove_file(&fake_pin);
 }
 
+/// Issue 47, M3 [CAP_BPF, CAP_NET_ADMIN and PID 1's bpffs]: a tenant's
+/// program attached to its own container's cgroup and pinned in Cilium's
+/// pin directory was Cilium's (`pinned`): a critical socket_lb_below_root
+/// ("restart Cilium") and the pods without it, on a node where Cilium does
+/// not even run. A pin is Cilium's proof only while Cilium's agent runs:
+/// now it is a program nobody is proven to own, a warning.
+#[test]
+fn a_tenants_program_pinned_in_ciliums_directory_is_not_ciliums() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("pin-forged");
+    let own = t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let sb = Sandbox::new("mount -t bpf bpf /sys/fs/bpf && mkdir -p /sys/fs/bpf/cilium/socketlb/links/cgroup");
+    let prog = Prog::load("cil_sock4_connect", "connect4");
+    let link = Link::new(&own, &prog);
+    let pin = sb.path("/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_connect");
+    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).unwrap();
+    agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&link.fd), &c).unwrap();
+    let run = sb.agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
+    let report = run.json();
+    let f = report["findings"].as_array().unwrap();
+    let critical: Vec<&serde_json::Value> = f.iter().filter(|f| f["severity"] == "critical").collect();
+    assert!(critical.is_empty(), "a pin without Cilium's agent made criticals: {critical:#?}");
+    let below = f.iter().find(|f| f["kind"] == "socket_lb_below_root").expect("said, as a warning");
+    assert_eq!((&below["severity"], &below["owner"]), (&"warning".into(), &"unknown".into()), "{below:#}");
+    assert_eq!(report["attachments"][0]["owner"], "unknown", "{:#}", report["attachments"]);
+    drop(link);
+    let _ = std::fs::remove_file(&pin);
+}
+
 /// `remount --unpin-stale-links` read `--bpffs /sys/fs/bpf` in its own mount
 /// namespace, where the shipped pod has no bpffs, and a missing directory
 /// counted as "nothing stale". Now the default is the target's own bpffs,
