@@ -109,7 +109,18 @@ impl Daemon {
     /// `netns` (a `crate::net::NetPair`'s node), reached there at
     /// 10.77.0.1; waits for /healthz.
     pub fn start_in_netns(netns: &std::path::Path, args: &[&str]) -> Daemon {
+        Self::start_in_netns_of(netns, None, args)
+    }
+
+    /// Like `start_in_netns`, in the PID and mount namespaces of the
+    /// sandbox node whose PID 1 is `pid1` (its `/proc`, its PID 1's network
+    /// namespace another), when given.
+    pub fn start_in_netns_of(netns: &std::path::Path, pid1: Option<u32>, args: &[&str]) -> Daemon {
         let mut base = Command::new("nsenter");
+        if let Some(pid1) = pid1 {
+            base.arg("--target").arg(pid1.to_string()).args(["--pid", "--mount"]);
+            base.env("CGAUDIT_NESTED_NODE", "true");
+        }
         base.arg(format!("--net={}", netns.display())).arg("--").arg(agent_bin());
         let port = free_addr().port();
         let addr = std::net::SocketAddr::from((crate::net::NODE_IP, port));

@@ -36,10 +36,24 @@ impl Sandbox {
         Self::spawn(&format!("ip link set lo up\n{setup}"), "sleep infinity", true)
     }
 
+    /// Like `new`, in the network namespace at `netns` (one the test made).
+    pub fn in_netns(netns: &Path, setup: &str) -> Sandbox {
+        Self::spawn_with(
+            Command::new("nsenter").arg(format!("--net={}", netns.display())).arg("--").arg("unshare"),
+            setup,
+            "sleep infinity",
+            false,
+        )
+    }
+
     fn spawn(setup: &str, init: &str, own_network: bool) -> Sandbox {
+        Self::spawn_with(&mut Command::new("unshare"), setup, init, own_network)
+    }
+
+    fn spawn_with(unshare: &mut Command, setup: &str, init: &str, own_network: bool) -> Sandbox {
         let script = format!("set -e\n{setup}\necho ready\nexec {init}\n");
         let net: &[&str] = if own_network { &["--net"] } else { &[] };
-        let mut child = Command::new("unshare")
+        let mut child = unshare
             .args(["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc"])
             .args(net)
             .args(["sh", "-c", &script])

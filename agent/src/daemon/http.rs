@@ -13,8 +13,12 @@
 //! 127.0.0.0/8 and ::1, the node's own, cni0's, every ClusterIP on
 //! kube-ipvs0) counts as one peer: a hostNetwork pod may use any of them as
 //! its source, and by that counted as many peers it held every slot (issue
-//! 36's red team: 22 addresses, /metrics 0 of 20). A quarter of the slots
-//! is kept for peers that hold none.
+//! 36's red team: 22 addresses, /metrics 0 of 20). They are read in PID 1's
+//! network namespace, whatever the agent's own (the chart's default runs
+//! it in a network of its own: issue 47, M4). Other addresses count by
+//! themselves and, `MAX_PER_PREFIX` at most, by their /24 or /64: the pods
+//! of one node share its pod CIDR. A quarter of the slots is kept for
+//! peers that hold none.
 //!
 //! A connection that finds no slot goes to the probe lane, which reads one
 //! short request head within half a second and answers `/healthz` and
@@ -63,6 +67,10 @@ const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_PER_PEER: usize = 8;
 const RESERVED: usize = 16;
+/// Connections served at once from one /24 (IPv4) or /64 (IPv6) that is
+/// not the node's: 40 pods of one node, each its own address, held every
+/// slot (issue 47, M4).
+pub const MAX_PER_PREFIX: usize = 16;
 /// A connection must send its first byte within this, or be closed.
 const FIRST_BYTE: Duration = Duration::from_secs(1);
 /// Connections the probe lane serves at once, in all and from one address;
@@ -83,6 +91,9 @@ struct App {
     audit: AuditEndpoint,
     /// /readyz fails when the last full pass is older than this.
     stale_after: Duration,
+    /// PID 1's network namespace (`<proc>/1/ns/net`): where the node's
+    /// addresses are read.
+    node_netns: Option<std::path::PathBuf>,
 }
 
 /// The peer of the connection a request came on.
@@ -90,24 +101,77 @@ struct App {
 struct Peer(SocketAddr);
 
 /// Whom a connection's slots count against: the node itself (any of its
-/// own addresses), or another address.
+/// own addresses), another address, or that address's /24 or /64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum PeerKey {
     Node,
     Addr(IpAddr),
+    Prefix(IpAddr),
 }
 
-/// The node's own addresses, read again at most every `LOCAL_FRESH`.
+impl PeerKey {
+    /// The prefix an address's connections also count against.
+    fn prefix(self) -> Option<PeerKey> {
+        let PeerKey::Addr(ip) = self else { return None };
+        Some(PeerKey::Prefix(match ip {
+            IpAddr::V4(v4) => {
+                let [a, b, c, _] = v4.octets();
+                IpAddr::V4([a, b, c, 0].into())
+            }
+            IpAddr::V6(v6) => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        }))
+    }
+}
+
+/// The node's own addresses, read again at most every `LOCAL_FRESH`: in
+/// `node_netns` (PID 1's network namespace) on a thread that joins it for
+/// the read, else, where it cannot be entered, in the agent's own.
 struct Local {
+    node_netns: Option<std::path::PathBuf>,
     addrs: std::collections::HashSet<IpAddr>,
     read: Option<std::time::Instant>,
+    /// Whether the last read was of the agent's own namespace instead.
+    own: Option<bool>,
 }
 
 const LOCAL_FRESH: Duration = Duration::from_secs(10);
 
+/// Every address of every interface of the calling thread's network
+/// namespace (getifaddrs(3); kube-ipvs0's ClusterIPs among them).
+fn addresses_here() -> Option<std::collections::HashSet<IpAddr>> {
+    let all = nix::ifaddrs::getifaddrs().ok()?;
+    Some(
+        all.filter_map(|i| {
+            let a = i.address?;
+            a.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+        })
+        .collect(),
+    )
+}
+
+/// The addresses of the network namespace at `netns`, read from a thread
+/// that joins it (the caller's stays where it is).
+fn addresses_in(netns: &std::path::Path) -> Result<std::collections::HashSet<IpAddr>, String> {
+    let fd = std::fs::File::open(netns).map_err(|e| format!("open {}: {e}", netns.display()))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(|e| format!("setns into {}: {e}", netns.display()))?;
+            addresses_here().ok_or_else(|| "getifaddrs failed".to_owned())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the address reader panicked".to_owned()))
+    })
+}
+
 impl Local {
-    fn new() -> Local {
-        Local { addrs: Default::default(), read: None }
+    fn new(node_netns: Option<std::path::PathBuf>) -> Local {
+        Local { node_netns, addrs: Default::default(), read: None, own: None }
     }
 
     /// The key of a connection from `ip` (canonical: a v4 peer on a
@@ -117,18 +181,28 @@ impl Local {
             return PeerKey::Node;
         }
         if self.read.is_none_or(|at| at.elapsed() >= LOCAL_FRESH) {
-            // getifaddrs(3): every address of every interface of this
-            // network namespace (kube-ipvs0's ClusterIPs among them).
-            if let Ok(all) = nix::ifaddrs::getifaddrs() {
-                self.addrs = all
-                    .filter_map(|i| {
-                        let a = i.address?;
-                        a.as_sockaddr_in()
-                            .map(|v4| IpAddr::V4(v4.ip()))
-                            .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
-                    })
-                    .collect();
+            let node = self.node_netns.as_deref().map(addresses_in);
+            let own = !matches!(node, Some(Ok(_)));
+            match node {
+                Some(Ok(addrs)) => self.addrs = addrs,
+                other => {
+                    if self.own != Some(true) {
+                        let why = match other {
+                            Some(Err(e)) => e,
+                            _ => "no PID 1 to read".to_owned(),
+                        };
+                        tracing::warn!(
+                            "the node's addresses are read in the agent's own network namespace ({why}): with \
+                             hostNetwork false, a hostNetwork pod's connections from the node's addresses count \
+                             as separate peers"
+                        );
+                    }
+                    if let Some(addrs) = addresses_here() {
+                        self.addrs = addrs;
+                    }
+                }
             }
+            self.own = Some(own);
             self.read = Some(std::time::Instant::now());
         }
         if self.addrs.contains(&ip) { PeerKey::Node } else { PeerKey::Addr(ip) }
@@ -146,21 +220,23 @@ struct Slot {
 }
 
 impl Slots {
-    /// A place for a connection from `ip`, within `max` in all and
-    /// `per_peer` from one peer; the last `reserved` only for a peer that
+    /// A place for a connection from `ip`, within `max` in all,
+    /// `per_peer` from one peer and `MAX_PER_PREFIX` from its prefix (an
+    /// address not the node's); the last `reserved` only for a peer that
     /// holds none.
     fn take(self: &Arc<Self>, ip: PeerKey, max: usize, per_peer: usize, reserved: usize) -> Option<Slot> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let total: usize = held.values().sum();
-        let mine = held.entry(ip).or_default();
-        let room = if *mine == 0 { max } else { max - reserved };
-        if total >= room || *mine >= per_peer {
-            if *mine == 0 {
-                held.remove(&ip);
-            }
+        let total: usize = held.iter().filter(|(k, _)| !matches!(k, PeerKey::Prefix(_))).map(|(_, n)| n).sum();
+        let mine = held.get(&ip).copied().unwrap_or(0);
+        let prefix = ip.prefix();
+        let of_prefix = prefix.and_then(|p| held.get(&p).copied()).unwrap_or(0);
+        let room = if mine == 0 { max } else { max - reserved };
+        if total >= room || mine >= per_peer || of_prefix >= MAX_PER_PREFIX.min(max) {
             return None;
         }
-        *mine += 1;
+        for k in std::iter::once(ip).chain(prefix) {
+            *held.entry(k).or_default() += 1;
+        }
         Some(Slot { slots: self.clone(), ip })
     }
 }
@@ -168,10 +244,12 @@ impl Slots {
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut held = self.slots.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = held.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(&self.ip);
+        for k in std::iter::once(self.ip).chain(self.ip.prefix()) {
+            if let Some(n) = held.get_mut(&k) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(&k);
+                }
             }
         }
     }
@@ -183,10 +261,10 @@ pub async fn serve(
     shared: Arc<Shared>,
     worker: crossbeam_channel::Sender<Msg>,
     audit: AuditEndpoint,
-    stale_after: Duration,
+    (stale_after, node_netns): (Duration, Option<std::path::PathBuf>),
     stop: watch::Receiver<bool>,
 ) {
-    let app = App { shared, worker, audit, stale_after };
+    let app = App { shared, worker, audit, stale_after, node_netns };
     let router: Router = Router::new()
         .route("/", get(landing))
         .route("/metrics", get(metrics))
@@ -257,7 +335,7 @@ async fn accept(
     probes: Probes,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut local = Local::new();
+    let mut local = Local::new(probes.app.node_netns.clone());
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -459,5 +537,51 @@ pub async fn serve_probes(listener: tokio::net::UnixListener, shared: Arc<Shared
             })
             .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(a: [u8; 4]) -> PeerKey {
+        PeerKey::Addr(IpAddr::V4(a.into()))
+    }
+
+    /// Issue 47, M4: 40 pods of one node, each its own address in the
+    /// node's pod CIDR, held every slot; a /24 holds `MAX_PER_PREFIX` now,
+    /// and a scraper elsewhere (another node's pods) always finds room.
+    #[test]
+    fn one_prefix_holds_at_most_its_share_whatever_its_addresses() {
+        let slots = Arc::new(Slots::default());
+        let mut held = Vec::new();
+        for i in 1..=40u8 {
+            for _ in 0..MAX_PER_PEER {
+                if let Some(s) = slots.take(v4([10, 244, 1, i]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) {
+                    held.push(s);
+                }
+            }
+        }
+        assert_eq!(held.len(), MAX_PER_PREFIX, "the pods' /24 holds its share only");
+        for n in 0..MAX_PER_PEER {
+            let s = slots.take(v4([10, 244, 7, 9]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED);
+            assert!(s.is_some(), "a scraper in another /24 is refused at its connection {n}");
+            held.push(s.unwrap());
+        }
+        // The node's own addresses are one peer, of no prefix.
+        let node: Vec<_> =
+            (0..MAX_PER_PEER + 2).filter_map(|_| slots.take(PeerKey::Node, MAX_CONNECTIONS, MAX_PER_PEER, 0)).collect();
+        assert_eq!(node.len(), MAX_PER_PEER);
+        // Places are given back: the prefix's count too.
+        held.truncate(0);
+        assert!(slots.take(v4([10, 244, 1, 99]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED).is_some());
+    }
+
+    #[test]
+    fn a_prefix_is_the_addresss_24_or_64() {
+        assert_eq!(v4([10, 244, 1, 7]).prefix(), Some(PeerKey::Prefix(IpAddr::V4([10, 244, 1, 0].into()))));
+        let v6 = PeerKey::Addr("fd00:1:2:3:4:5:6:7".parse().unwrap());
+        assert_eq!(v6.prefix(), Some(PeerKey::Prefix("fd00:1:2:3::".parse().unwrap())));
+        assert_eq!(PeerKey::Node.prefix(), None);
     }
 }

@@ -104,6 +104,7 @@ pub async fn serve(args: Settings) -> Result<u8, ServeError> {
     let stop_reader = Arc::new(AtomicBool::new(false));
 
     let mut config = args.worker;
+    let config_proc = config.scan.proc.clone();
     let started = trace::start(config.source).map_err(ServeError::Events)?;
     let source = started.source;
     tracing::info!(source = source.as_str(), "{}", started.summary());
@@ -152,8 +153,15 @@ pub async fn serve(args: Settings) -> Result<u8, ServeError> {
     // The report is stale (and /readyz fails) after three intervals without
     // a full pass.
     let stale_after = interval.saturating_mul(3).max(Duration::from_secs(10));
-    let http =
-        tokio::spawn(http::serve(listeners, shared.clone(), tx.clone(), args.audit_endpoint, stale_after, stop_rx));
+    let node_netns = Some(config_proc.join("1/ns/net"));
+    let http = tokio::spawn(http::serve(
+        listeners,
+        shared.clone(),
+        tx.clone(),
+        args.audit_endpoint,
+        (stale_after, node_netns),
+        stop_rx,
+    ));
     let probe_task = probes.map(|l| tokio::spawn(http::serve_probes(l, shared.clone(), stale_after)));
     tracing::info!(listen = %args.listen, interval = ?interval, "cgaudit agent running");
 

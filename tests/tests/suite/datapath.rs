@@ -293,6 +293,78 @@ fn a_pod_cannot_make_the_node_a_datapath_by_moving_a_named_program_into_it() {
     }
 }
 
+/// Issue 47, H2 [CAP_NET_ADMIN]: a pod makes 8,000 devices in the node's
+/// network namespace (through the id its own namespace has for the
+/// node's). The interface read kept the whole decoded link dump, about
+/// 16 KB a link: 128 MiB for these, the daemon's limit (20,000 cost a
+/// one-shot audit 333 MB). The node's links are not dumped any more: the
+/// audit's peak stays where it is without them, and the pod outside the
+/// datapath is still named.
+#[test]
+fn thousands_of_devices_in_the_nodes_namespace_cost_the_audit_nothing() {
+    if !can_run(&[TOOLS, &["time"]].concat()) {
+        return;
+    }
+    let SeedNode { node, early, cilium: _cilium, .. } = SeedNode::new(false);
+    let batch = tempfile::NamedTempFile::new().unwrap();
+    // 4,000 veth pairs (what a pod's route into the node makes; dummy
+    // devices may not be built into the kernel).
+    let lines: String = (0..4000).map(|i| format!("link add dev dm{i}a type veth peer name dm{i}b\n")).collect();
+    std::fs::write(batch.path(), lines).unwrap();
+    on_node_network(&node, "ip", &["-batch", batch.path().to_str().unwrap()]);
+    let args = node.audit_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (run, kib) = run_measured(node.node.command(&agent_bin(), &args));
+    eprintln!("audit with 8,000 devices in the node's namespace: peak {kib} KiB");
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    assert!(outside(&report).iter().any(|f| f["pod_uid"] == early.uid.as_str()), "{:#}", report["findings"]);
+    assert!(kib < 64 * 1024, "the audit's peak grew with the node's devices: {kib} KiB");
+}
+
+/// Issue 47, M1 [CAP_NET_ADMIN]: a pod churns a device in the node's
+/// namespace: every link dump was interrupted (NLM_F_DUMP_INTR, twice), the
+/// interfaces could not be read, and the audit said OK and exited 0 with
+/// the pod outside the datapath unnamed. No dump is made now: each answer
+/// is one link, which a churn cannot interrupt.
+#[test]
+fn a_churning_device_cannot_blind_the_audit() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let SeedNode { node, early, cilium: _cilium, .. } = SeedNode::new(false);
+    // Enough devices that a dump takes several answers (a change between
+    // two of them interrupts it), then the churn.
+    let batch = tempfile::NamedTempFile::new().unwrap();
+    let lines: String = (0..400).map(|i| format!("link add dev ch{i}a type veth peer name ch{i}b\n")).collect();
+    std::fs::write(batch.path(), lines).unwrap();
+    on_node_network(&node, "ip", &["-batch", batch.path().to_str().unwrap()]);
+    let sh = which("sh").expect("sh");
+    let mut churn = node
+        .node
+        .command_on_network(&sh, &["-c", "while :; do ip link add churn0 type veth peer name churn1; ip link del churn0; done"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the churn");
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _churn = Stop(&mut churn);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..3 {
+        let run = audit(&node, &[]);
+        assert_eq!(run.code, 1, "{run:?}");
+        let report = run.json();
+        assert_eq!(report["datapath"]["error"], Value::Null, "{:#}", report["datapath"]);
+        assert!(outside(&report).iter().any(|f| f["pod_uid"] == early.uid.as_str()), "{:#}", report["findings"]);
+    }
+}
+
 /// A process of the node (in its PID namespace, where the agent looks) in
 /// `into`'s sandbox cgroup and `from`'s network namespace; killed on drop.
 struct Borrower<'a> {

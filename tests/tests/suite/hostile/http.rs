@@ -225,8 +225,19 @@ struct Silent {
 
 impl Silent {
     fn hold(d: &Daemon, addresses: Vec<[u8; 4]>, per_address: usize) -> Silent {
+        Self::hold_from(d.netns.clone(), d.addr, addresses, per_address)
+    }
+
+    /// The same, from network namespace `netns` (the daemon's when `None`
+    /// is the test's own) to `addr`.
+    fn hold_from(
+        netns: Option<std::path::PathBuf>,
+        addr: std::net::SocketAddr,
+        addresses: Vec<[u8; 4]>,
+        per_address: usize,
+    ) -> Silent {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (addr, flag, netns) = (d.addr, stop.clone(), d.netns.clone());
+        let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             if let Some(ns) = netns {
                 let fd = std::fs::File::open(ns).expect("the daemon's netns");
@@ -473,4 +484,111 @@ fn dripping_requests_from_the_nodes_addresses_cannot_starve_metrics() {
     eprintln!("/metrics from a pod: {answered} of 20 answered; {begun} dripping requests begun");
     assert!(begun >= 123, "the attack did not run: {begun}");
     assert_eq!(answered, 20, "/metrics starved by dripping requests:\n{}", d.logs());
+}
+
+/// `ip ARGS`, which must succeed.
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip").args(args).output().expect("run ip");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// GET `/metrics` from the daemon's own network namespace, from its own
+/// address there (`NODE_IP` of the pair): what another node's Prometheus
+/// is to these tests (neither loopback nor an address of PID 1's
+/// namespace).
+fn scrape_from_own_address(d: &Daemon) -> Option<u16> {
+    use std::io::{Read, Write};
+    let to = d.addr;
+    let ns = d.netns.clone().expect("a daemon in a namespace of the test's");
+    NetPair::run_in(&ns, move || {
+        let mut s = connect(to, NODE_IP)?;
+        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        buf.split_whitespace().nth(1)?.parse().ok()
+    })
+}
+
+/// Issue 47, M4 [a hostNetwork pod]: in the chart's default (hostNetwork:
+/// false) the node's addresses were read in the agent pod's own network
+/// namespace: from the node's namespace, 40 of its addresses (each in a
+/// /24 of its own: ClusterIPs on kube-ipvs0 are so) were 40 peers, and
+/// held every slot. They are read in PID 1's namespace now: one peer.
+/// Here PID 1 is a process of the pair's `pod` namespace (the node, to
+/// the daemon in `node`, its own pod's), given by `--proc`.
+#[test]
+fn the_nodes_addresses_are_read_where_pid_1_is_whatever_the_agents_network() {
+    if !can_run(&["ip", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("slots-pid1");
+    let pair = NetPair::new("pid1");
+    let (node_name, agent_name) = (
+        pair.pod.file_name().unwrap().to_str().unwrap().to_owned(),
+        pair.node.file_name().unwrap().to_str().unwrap().to_owned(),
+    );
+    let addresses: Vec<[u8; 4]> = (10..50).map(|i| [10, 77, i, 1]).collect();
+    for a in &addresses {
+        ip(&["-n", &node_name, "addr", "add", &format!("{}.{}.{}.{}/32", a[0], a[1], a[2], a[3]), "dev", "vb"]);
+        ip(&["-n", &agent_name, "route", "add", &format!("{}.{}.{}.0/24", a[0], a[1], a[2]), "dev", "va"]);
+    }
+    // The node: a PID namespace whose PID 1 is in the node's network
+    // namespace; the daemon in its PID namespace, on a network of its own.
+    let node = Sandbox::in_netns(&pair.pod, "true");
+    let d = Daemon::start_in_netns_of(
+        &pair.node,
+        Some(node.pid1),
+        &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"],
+    );
+    ready(&d);
+    let silent = Silent::hold_from(Some(pair.pod.clone()), d.addr, addresses, 8);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut answered = 0;
+    for _ in 0..10 {
+        if scrape_from_own_address(&d) == Some(200) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let opened = silent.stop();
+    eprintln!("/metrics: {answered} of 10 answered; {opened} silent connections from the node's 40 addresses");
+    assert!(opened >= 64, "the attack did not run: {opened}");
+    assert_eq!(answered, 10, "/metrics starved by the node's addresses:\n{}", d.logs());
+}
+
+/// Issue 47, M4 [40 pods]: 40 pods of one node, each its own address in
+/// the node's pod CIDR, reconnecting as they were dropped, held every slot
+/// (with the NetworkPolicy off): /metrics from elsewhere 2 of 10. One /24
+/// holds at most MAX_PER_PREFIX connections now.
+#[test]
+fn forty_pods_of_one_pod_cidr_cannot_starve_metrics() {
+    if !can_run(&["ip", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("slots-prefix");
+    let pair = NetPair::new("prefix");
+    let (pods_name, node_name) = (
+        pair.pod.file_name().unwrap().to_str().unwrap().to_owned(),
+        pair.node.file_name().unwrap().to_str().unwrap().to_owned(),
+    );
+    let addresses: Vec<[u8; 4]> = (1..=40).map(|i| [10, 77, 3, i]).collect();
+    for a in &addresses {
+        ip(&["-n", &pods_name, "addr", "add", &format!("{}.{}.{}.{}/32", a[0], a[1], a[2], a[3]), "dev", "vb"]);
+    }
+    ip(&["-n", &node_name, "route", "add", "10.77.3.0/24", "dev", "va"]);
+    let d = Daemon::start_in_netns(&pair.node, &["--cgroup-root", t.path.to_str().unwrap(), "--interval", "1h"]);
+    ready(&d);
+    let silent = Silent::hold_from(Some(pair.pod.clone()), d.addr, addresses, 8);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut answered = 0;
+    for _ in 0..10 {
+        if scrape_from_pod(&d, &pair) == Some(200) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let opened = silent.stop();
+    eprintln!("/metrics from another /24: {answered} of 10 answered; {opened} silent connections from 40 pods");
+    assert!(opened >= 64, "the attack did not run: {opened}");
+    assert_eq!(answered, 10, "/metrics starved by one pod CIDR:\n{}", d.logs());
 }
