@@ -17,6 +17,11 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+/// The key the node's CNI configuration is read under (`within`'s `pid`):
+/// no pid is this large (`pid_max` is at most 2^22), so its read never
+/// waits on, nor is refused for, a read of PID 1's other files (names).
+pub const CNI_CONFIG: u32 = u32::MAX;
+
 /// How long all untrusted reads of one pass may take together.
 pub const READ_DEADLINE: Duration = Duration::from_secs(2);
 /// Processes whose reads may be under way (or blocked) at once: past this,

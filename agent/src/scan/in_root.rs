@@ -20,7 +20,13 @@ const MAX_ENTRIES: usize = 200_000;
 /// watchdog device would reboot the node; a FIFO's writer would wake). Only
 /// a regular file is then opened for reading, through that descriptor.
 pub fn read(root: BorrowedFd<'_>, path: &str, max: u64) -> Option<Vec<u8>> {
-    let at = open_in(root, path, OFlags::PATH)?;
+    read_resolved(root, path, max, ResolveFlags::empty())
+}
+
+/// `read`, resolving `path` with `resolve` too (`Strict`: no symlink
+/// followed, no mount crossed).
+pub fn read_resolved(root: BorrowedFd<'_>, path: &str, max: u64, resolve: ResolveFlags) -> Option<Vec<u8>> {
+    let at = open_with(root, path, OFlags::PATH, resolve)?;
     let st = rustix::fs::fstat(&at).ok()?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > max {
         return None;
@@ -44,7 +50,17 @@ pub fn read(root: BorrowedFd<'_>, path: &str, max: u64) -> Option<Vec<u8>> {
 
 /// The names in directory `path` inside `root` (empty when unreadable).
 pub fn list(root: BorrowedFd<'_>, path: &str) -> Vec<String> {
-    let Some(fd) = open_in(root, path, OFlags::RDONLY | OFlags::DIRECTORY) else { return Vec::new() };
+    list_resolved(root, path, ResolveFlags::empty())
+}
+
+/// The directory at `path` inside `root`, resolved with `resolve` too.
+pub fn open_dir(root: BorrowedFd<'_>, path: &str, resolve: ResolveFlags) -> Option<OwnedFd> {
+    open_with(root, path, OFlags::RDONLY | OFlags::DIRECTORY, resolve)
+}
+
+/// `list`, resolving `path` with `resolve` too.
+fn list_resolved(root: BorrowedFd<'_>, path: &str, resolve: ResolveFlags) -> Vec<String> {
+    let Some(fd) = open_with(root, path, OFlags::RDONLY | OFlags::DIRECTORY, resolve) else { return Vec::new() };
     let Ok(dir) = rustix::fs::Dir::read_from(&fd) else { return Vec::new() };
     dir.filter_map(Result::ok)
         .take(MAX_ENTRIES)
@@ -54,12 +70,22 @@ pub fn list(root: BorrowedFd<'_>, path: &str) -> Vec<String> {
 }
 
 pub fn open_in(root: BorrowedFd<'_>, path: &str, flags: OFlags) -> Option<OwnedFd> {
+    open_with(root, path, flags, ResolveFlags::empty())
+}
+
+/// Resolving with `RESOLVE_NO_SYMLINKS` and `RESOLVE_NO_XDEV` besides: for
+/// files a tenant may write (in the node's CNI configuration directory),
+/// no link is followed and no mount crossed, so none can lead the read to
+/// a FUSE file nobody serves.
+pub const STRICT: ResolveFlags = ResolveFlags::NO_SYMLINKS.union(ResolveFlags::NO_XDEV);
+
+fn open_with(root: BorrowedFd<'_>, path: &str, flags: OFlags, resolve: ResolveFlags) -> Option<OwnedFd> {
     rustix::fs::openat2(
         root,
         path,
         flags | OFlags::CLOEXEC,
         Mode::empty(),
-        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS | resolve,
     )
     .ok()
 }

@@ -342,7 +342,10 @@ fn a_churning_device_cannot_blind_the_audit() {
     let sh = which("sh").expect("sh");
     let mut churn = node
         .node
-        .command_on_network(&sh, &["-c", "while :; do ip link add churn0 type veth peer name churn1; ip link del churn0; done"])
+        .command_on_network(
+            &sh,
+            &["-c", "while :; do ip link add churn0 type veth peer name churn1; ip link del churn0; done"],
+        )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -57,14 +57,28 @@ pub fn read(agents: &[AgentProcess], proc: &Path, cni_conf: &Path) -> Vec<Config
 }
 
 /// The node's CNI configuration file (its name) and the plugin types it
-/// names, if it can be read.
+/// names, if it can be read: under the deadline of untrusted reads (a
+/// writer of the directory can put a FUSE file there), following no link
+/// and crossing no mount (issue 47, L2).
 fn cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
+    let (proc, dir) = (proc.to_owned(), dir.to_owned());
+    let budget = crate::scan::deadline::Budget::new(crate::scan::deadline::READ_DEADLINE);
+    let key = crate::scan::deadline::CNI_CONFIG;
+    crate::scan::deadline::within(key, &budget, move || read_cni_config(&proc, &dir)).ok().flatten()
+}
+
+fn read_cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
+    use crate::scan::in_root::{STRICT, list, open_dir, read_resolved};
     let root: OwnedFd =
         rustix::fs::open(proc.join("1/root"), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .ok()?;
     let dir = dir.to_str()?.trim_start_matches('/');
-    let file = first_conf(crate::scan::in_root::list(root.as_fd(), dir))?;
-    let text = crate::scan::in_root::read(root.as_fd(), &format!("{dir}/{file}"), MAX_CONF)?;
+    // The directory the runtime reads (it may be on a mount of its own:
+    // /etc on some distributions, /run), through no link; the files in
+    // it through no link and no mount.
+    let dir = open_dir(root.as_fd(), dir, rustix::fs::ResolveFlags::NO_SYMLINKS)?;
+    let file = first_conf(list(dir.as_fd(), "."))?;
+    let text = read_resolved(dir.as_fd(), &file, MAX_CONF, STRICT)?;
     Some((file.clone(), plugin_types(&text)?))
 }
 

@@ -78,9 +78,15 @@ fn a_cni_config_dir_on_an_unanswered_fuse_mount_cannot_stall_the_audit() {
 /// `agent audit` in `sb`, killed if still running after 30 s: (seconds it
 /// took, its report).
 fn audit_in_time(sb: &Sandbox, t: &TestCgroup, trap: FuseTrap) -> (f64, serde_json::Value) {
+    audit_in_time_with(sb, t, trap, &[])
+}
+
+/// The same, with `extra` arguments.
+fn audit_in_time_with(sb: &Sandbox, t: &TestCgroup, trap: FuseTrap, extra: &[&str]) -> (f64, serde_json::Value) {
     let start = Instant::now();
+    let args = [&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()], extra].concat();
     let mut child = sb
-        .command(&agent_bin(), &["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()])
+        .command(&agent_bin(), &args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -91,7 +97,7 @@ fn audit_in_time(sb: &Sandbox, t: &TestCgroup, trap: FuseTrap) -> (f64, serde_js
         let _ = child.kill();
         drop(trap); // unblocks it
         let _ = child.wait();
-        panic!("the audit was still blocked on the pin directory after 30 s");
+        panic!("the audit was still blocked on the FUSE mount after 30 s");
     }
     let out = child.wait_with_output().unwrap();
     drop(trap);
@@ -261,4 +267,28 @@ fn blocked_fake_agents_cannot_keep_the_real_agents_configuration_unread() {
     drop(real);
     drop(fakes);
     drop(trap);
+}
+
+/// Issue 47, L2 [write access to the node's CNI configuration directory,
+/// and a FUSE mount]: the node's CNI configuration was read through PID 1's
+/// root with no deadline, following links and crossing mounts: a
+/// `00-trap.conflist` linked to a FUSE file nobody serves hung the audit
+/// until the server died. Its files are read through no link and no mount
+/// now, under the deadline of untrusted reads.
+#[test]
+fn a_cni_configuration_leading_into_an_unanswered_fuse_mount_cannot_stall_the_audit() {
+    if !can_run(&["unshare", "nsenter"]) {
+        return;
+    }
+    let t = TestCgroup::new("cni-trap");
+    // A pod: the interfaces, and with them the configuration, are read.
+    t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
+    let trap = FuseTrap::new();
+    let link =
+        format!("mkdir -p /run/cni-trap && ln -s {}/x.conflist /run/cni-trap/00-trap.conflist", trap.mnt().display());
+    let sb = Sandbox::new(&link);
+    let (took, report) = audit_in_time_with(&sb, &t, trap, &["--cni-conf-dir", "/run/cni-trap"]);
+    eprintln!("the audit ended after {took:.2} s");
+    assert!(took < 10.0, "{took} s");
+    assert_eq!(report["datapath"]["configured"], serde_json::json!([]), "{:#}", report["datapath"]);
 }
