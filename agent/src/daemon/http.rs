@@ -44,6 +44,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::metrics::Connection;
 use super::worker::{Msg, Shared};
 
 /// Who may read `/audit` and `/events`.
@@ -71,8 +72,12 @@ const RESERVED: usize = 16;
 /// not the node's: 40 pods of one node, each its own address, held every
 /// slot (issue 47, M4).
 pub const MAX_PER_PREFIX: usize = 16;
-/// A connection must send its first byte within this, or be closed.
+/// A connection must send its first byte within this, or be closed, while
+/// places are wanted (`MAX_CONNECTIONS / 2` held); otherwise within
+/// `FIRST_BYTE_IDLE`: a lone scraper on a busy or emulated node can pause
+/// a second between its connect and its request (issue 47, section 2).
 const FIRST_BYTE: Duration = Duration::from_secs(1);
+const FIRST_BYTE_IDLE: Duration = Duration::from_secs(5);
 /// Connections the probe lane serves at once, in all and from one address;
 /// each lives at most `LANE_WAIT` and holds `LANE_HEAD` bytes.
 const LANE: usize = 256;
@@ -241,6 +246,15 @@ impl Slots {
     }
 }
 
+impl Slots {
+    /// Whether places are wanted: half of them or more held.
+    fn wanted(&self) -> bool {
+        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter().filter(|(k, _)| !matches!(k, PeerKey::Prefix(_))).map(|(_, n)| n).sum::<usize>()
+            >= MAX_CONNECTIONS / 2
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut held = self.slots.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -310,18 +324,28 @@ async fn probe_lane(mut stream: tokio::net::TcpStream, app: App) {
         let line = head[..n].split(|b| *b == b'\r').next().unwrap_or_default();
         let mut words = line.split(|b| *b == b' ');
         let (Some(b"GET"), Some(path)) = (words.next(), words.next()) else { return };
-        let (status, body) = match path {
-            b"/healthz" => health(&app.shared),
-            b"/readyz" => readiness(&app.shared, app.stale_after),
+        let (status, body, kind) = match path {
+            b"/healthz" => {
+                let (s, b) = health(&app.shared);
+                (s, Bytes::from(b), "text/plain; charset=utf-8")
+            }
+            b"/readyz" => {
+                let (s, b) = readiness(&app.shared, app.stale_after);
+                (s, Bytes::from(b), "text/plain; charset=utf-8")
+            }
+            // Rendered at most once a second whoever asks: a scraper that
+            // found no place is answered too, within the lane's time.
+            b"/metrics" => (StatusCode::OK, app.shared.metrics.render(), "text/plain; version=0.0.4; charset=utf-8"),
             _ => return,
         };
-        let answer = format!(
-            "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        let head = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
             status.as_u16(),
             status.canonical_reason().unwrap_or(""),
             body.len()
         );
-        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(&body).await;
         let _ = stream.shutdown().await;
     })
     .await;
@@ -352,23 +376,42 @@ async fn accept(
         // A v4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d: one
         // address, one count; the node's own addresses are one peer.
         let ip = local.key(peer.ip().to_canonical());
+        let metrics = &probes.app.shared.metrics;
         let Some(slot) = slots.take(ip, MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) else {
             // A lane place is given back when its connection ends.
-            if let Some(place) = probes.lane.take(ip, LANE, LANE_PER_PEER, 0) {
-                let app = probes.app.clone();
-                tokio::spawn(async move {
-                    probe_lane(stream, app).await;
-                    drop(place);
-                });
+            match probes.lane.take(ip, LANE, LANE_PER_PEER, 0) {
+                Some(place) => {
+                    metrics.connection(Connection::Lane);
+                    let app = probes.app.clone();
+                    tokio::spawn(async move {
+                        probe_lane(stream, app).await;
+                        drop(place);
+                    });
+                }
+                None => metrics.connection(Connection::Refused),
             }
             continue;
         };
         let service = TowerToHyperService::new(router.clone().layer(axum::Extension(Peer(peer))).into_service());
+        let (slots, shared) = (slots.clone(), probes.app.shared.clone());
         tokio::spawn(async move {
-            // A connection that says nothing gives its place up at once.
-            if !matches!(tokio::time::timeout(FIRST_BYTE, stream.readable()).await, Ok(Ok(()))) {
+            // A connection that says nothing gives its place up at once
+            // while places are wanted; a slow one keeps it while they are not.
+            // (A peek: readiness alone can be spurious; a byte is a byte.)
+            let mut first = [0u8; 1];
+            let said = match tokio::time::timeout(FIRST_BYTE, stream.peek(&mut first)).await {
+                Ok(r) => matches!(r, Ok(n) if n > 0),
+                Err(_) if !slots.wanted() => {
+                    let more = FIRST_BYTE_IDLE.saturating_sub(FIRST_BYTE);
+                    matches!(tokio::time::timeout(more, stream.peek(&mut first)).await, Ok(Ok(n)) if n > 0)
+                }
+                Err(_) => false,
+            };
+            if !said {
+                shared.metrics.connection(Connection::Silent);
                 return;
             }
+            shared.metrics.connection(Connection::Served);
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .keep_alive(false)

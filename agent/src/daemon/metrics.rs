@@ -59,6 +59,27 @@ pub const MISATTACHED_CGROUP_LABELS: &[&str] =
 /// `snapshot::Skipped`'s counts.
 const SKIPPED_KINDS: [&str; 4] = ["link", "btf", "unreadable_link", "unreadable_program"];
 
+/// What became of a connection to the HTTP port (`outcome` of
+/// `cgaudit_http_connections_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
+pub enum Connection {
+    /// Given a place and served.
+    Served,
+    /// Closed for saying nothing while places were wanted.
+    Silent,
+    /// No place: handed to the probe lane (`/healthz`, `/readyz`, `/metrics`).
+    Lane,
+    /// No place, and the probe lane full too: closed at once.
+    Refused,
+}
+
+impl Connection {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// The most series a node exports of each per-finding family
 /// (`socket_lb_misattached`, `socket_lb_misattached_programs`); the rest
 /// are counted in their `_truncated` gauge.
@@ -106,6 +127,7 @@ pub struct Metrics {
     remediations: IntCounterVec,
     hook_programs_max: IntGaugeVec,
     objects_skipped: IntCounterVec,
+    http_connections: IntCounterVec,
     degraded: IntGaugeVec,
     busy: CounterVec,
     /// Bumped when what a scrape shows changed (`changed`).
@@ -306,6 +328,11 @@ impl Metrics {
                 "Objects an audit could not read and went on without, by kind (link: still being made after retries; btf: a program's BTF too large to read for its name; unreadable_link, unreadable_program: the kernel would not describe it).",
                 &["kind"],
             ),
+            http_connections: counter_vec(
+                "http_connections_total",
+                "Connections to the HTTP port by what became of them (served; silent: closed for saying nothing while places were wanted; lane: no place, answered by the probe lane; refused: the lane full too).",
+                &["outcome"],
+            ),
             degraded: gauge_vec(
                 "degraded",
                 "1 while the daemon works in a reduced mode, by reason (cgroup_count: more cgroups than --max-cgroups, so no tree is kept and changes are found by full passes).",
@@ -355,6 +382,9 @@ impl Metrics {
         for kind in SKIPPED_KINDS {
             m.objects_skipped.with_label_values(&[kind]);
         }
+        for c in Connection::iter() {
+            m.http_connections.with_label_values(&[c.as_str()]);
+        }
         m.degraded.with_label_values(&["cgroup_count"]).set(0);
         // What can run: `auto` is only ever asked for.
         for source in Source::iter().filter(|s| *s != Source::Auto) {
@@ -402,6 +432,10 @@ impl Metrics {
 
     pub fn objects_skipped(&self, kind: &str, n: u64) {
         self.objects_skipped.with_label_values(&[kind]).inc_by(n);
+    }
+
+    pub fn connection(&self, outcome: Connection) {
+        self.http_connections.with_label_values(&[outcome.as_str()]).inc();
     }
 
     pub fn busy(&self, work: Work, took: std::time::Duration) {

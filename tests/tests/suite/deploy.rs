@@ -23,7 +23,14 @@ fn image() -> String {
 }
 
 fn render(args: &[&str]) -> Vec<Value> {
-    let mut all = vec!["--namespace", "cgaudit", "--set", "image.repository=registry.test/cgaudit"];
+    let mut all = vec![
+        "--namespace",
+        "cgaudit",
+        "--set",
+        "image.repository=registry.test/cgaudit",
+        "--set",
+        "networkPolicy.prometheus.namespace=monitoring",
+    ];
     all.extend_from_slice(args);
     helm_template("cgaudit", &all).unwrap_or_else(|e| panic!("helm template {args:?}: {e}"))
 }
@@ -47,7 +54,8 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert!(lint.status.success() && said.contains("0 chart(s) failed"), "helm lint:\n{said}");
 
     // No default points at a registry the project does not own.
-    let err = helm_template("cgaudit", &[]).expect_err("an image repository is required");
+    let err = helm_template("cgaudit", &["--set", "networkPolicy.enabled=false"])
+        .expect_err("an image repository is required");
     assert!(err.contains("image.repository is required") && err.contains("cargo xtask image --push"), "{err}");
 
     let all = ["--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true"];
@@ -187,15 +195,21 @@ fn the_chart_lints_renders_validates_and_grants_least_privilege() {
     assert_eq!(np["spec"]["podSelector"]["matchLabels"], ds["spec"]["selector"]["matchLabels"]);
     assert_eq!(np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["team"], "obs");
     assert_eq!(np["spec"]["egress"], json!([]));
-    // Off by default (a guessed namespace would leave every agent `up == 0`
-    // and page at install), and refused when on with nothing to admit.
-    assert!(!render(&[]).iter().any(|d| d["kind"] == "NetworkPolicy"), "a NetworkPolicy by default");
-    let err = helm_template(
-        "cgaudit",
-        &["--set", "image.repository=registry.test/cgaudit", "--set", "networkPolicy.enabled=true"],
-    )
-    .expect_err("a NetworkPolicy that admits nobody");
-    assert!(err.contains("networkPolicy.prometheus"), "{err}");
+    // On by default (issue 47, M4: without it every pod of the node
+    // competes with Prometheus for the agent's connections), refused with
+    // nothing to admit (a guessed namespace would leave every agent
+    // `up == 0` and page at install), named by Prometheus's namespace, and
+    // off only when asked.
+    let err = helm_template("cgaudit", &["--set", "image.repository=registry.test/cgaudit"])
+        .expect_err("a NetworkPolicy that admits nobody");
+    assert!(err.contains("--set networkPolicy.prometheus.namespace=monitoring"), "{err}");
+    let np = doc(&render(&[]), "NetworkPolicy").clone();
+    assert_eq!(
+        np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "monitoring",
+        "{np:#}"
+    );
+    assert!(!render(&["--set", "networkPolicy.enabled=false"]).iter().any(|d| d["kind"] == "NetworkPolicy"));
     // The PrometheusRule holds the rules file's groups, every runbook link
     // pointing at an existing section.
     // The file's placeholders (image, the DaemonSet the deployment alert
@@ -306,6 +320,8 @@ fn chart_values_choose_image_apparmor_selectors_and_labels() {
             "--set",
             "image.repository=r/c",
             "--set",
+            "networkPolicy.prometheus.namespace=obs",
+            "--set",
             "prometheusRule.enabled=true",
             "--set",
             "prometheusRule.runbookUrl=https://wiki.test/runbook",
@@ -315,8 +331,18 @@ fn chart_values_choose_image_apparmor_selectors_and_labels() {
     let expr = doc(&docs, "PrometheusRule")["spec"]["groups"][1]["rules"][0]["expr"].as_str().unwrap().to_owned();
     assert!(expr.contains(r#"namespace="obs", daemonset="edge-cgaudit""#), "{expr}");
     // No runbook link to a copy that may not exist: yours is asked for.
-    let err = helm_template("edge", &["--set", "image.repository=r/c", "--set", "prometheusRule.enabled=true"])
-        .expect_err("alerts without a runbook URL");
+    let err = helm_template(
+        "edge",
+        &[
+            "--set",
+            "image.repository=r/c",
+            "--set",
+            "networkPolicy.enabled=false",
+            "--set",
+            "prometheusRule.enabled=true",
+        ],
+    )
+    .expect_err("alerts without a runbook URL");
     assert!(err.contains("prometheusRule.runbookUrl is required"), "{err}");
 
     // What the schema refuses is named.
@@ -327,7 +353,9 @@ fn chart_values_choose_image_apparmor_selectors_and_labels() {
         ("events=syscalls", "/events"),
         ("imageTag=1", "imageTag"),
     ] {
-        let err = helm_template("cgaudit", &["--set", "image.repository=r/c", "--set", bad]).expect_err(bad);
+        let off = "networkPolicy.enabled=false";
+        let err =
+            helm_template("cgaudit", &["--set", "image.repository=r/c", "--set", off, "--set", bad]).expect_err(bad);
         assert!(err.contains(key), "{bad}: {err}");
     }
 }

@@ -121,6 +121,62 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
+/// The commands written inline in the runbook's prose (`**Confirm.**
+/// \`agent audit ... | jq ...\``): its on-call routes. Issue 47 found two
+/// that failed as written, which the fenced blocks alone did not show.
+fn inline_commands(file: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find('`') {
+            let after = &rest[start + 1..];
+            let Some(end) = after.find('`') else { break };
+            let code = &after[..end];
+            if code.starts_with("agent audit") && code.contains("| jq") {
+                out.push((format!("{}:{}", file.display(), n + 1), code.to_owned()));
+            }
+            rest = &after[end + 1..];
+        }
+    }
+    out
+}
+
+/// Whether a jq answer names every pod it speaks of: an object with a pod's
+/// namespace or name null must carry its UID (or a `pod` of its own; a
+/// finding whose `pod_uid` is null is about no pod).
+fn names_its_pods(printed: &str) -> Result<(), String> {
+    for v in serde_json::Deserializer::from_str(printed).into_iter::<serde_json::Value>() {
+        let Ok(serde_json::Value::Object(o)) = v else { continue };
+        let null = |k: &str| o.get(k).is_some_and(serde_json::Value::is_null);
+        let unnamed = null("namespace") || null("name") || null("pod_namespace") || null("pod_name");
+        let identified = ["uid", "pod_uid", "pod"].iter().any(|k| o.contains_key(*k));
+        if unnamed && !identified {
+            return Err(format!("prints a pod without its name or UID: {}", serde_json::Value::Object(o)));
+        }
+    }
+    Ok(())
+}
+
+/// An inline command's jq over `input`: it must run (exit 0), and what it
+/// prints must name each pod.
+fn inline_jq_on(line: &str, input: &str) -> Result<(), String> {
+    let (_, filter) = line.split_once("| jq").ok_or("no jq")?;
+    let mut child = Command::new("sh")
+        .args(["-c", &format!("jq{filter}")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("jq failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    names_its_pods(&String::from_utf8_lossy(&out.stdout))
+}
+
 #[test]
 fn every_shell_block_of_the_documentation_is_marked() {
     let mut unmarked = Vec::new();
@@ -159,23 +215,79 @@ fn check(line: &str) -> Result<(), String> {
             if out.status.success() { Ok(()) } else { Err(format!("`cargo xtask {sub}` is no subcommand")) }
         }
         ["helm", ..] => {
+            // The cluster's version as the line asks it of kubectl: each
+            // minor the chart admits, in turn.
+            let line = match (line.find("\"$("), line.find(")\"")) {
+                (Some(a), Some(b)) if a < b => format!("{}KUBE_VERSION{}", &line[..a], &line[b + 2..]),
+                _ => line.to_owned(),
+            };
             // A pipe into kubectl: the helm part renders, the kubectl part is parsed.
-            let (helm, rest) = line.split_once('|').map_or((line, None), |(h, r)| (h.trim(), Some(r.trim())));
+            let (helm, rest) = line.split_once('|').map_or((line.as_str(), None), |(h, r)| (h.trim(), Some(r.trim())));
             let mut args: Vec<String> = helm.split_whitespace().skip(1).map(str::to_owned).collect();
-            if args.first().is_some_and(|a| a == "install" || a == "upgrade") {
+            let install = args.first().is_some_and(|a| a == "install" || a == "upgrade");
+            if install {
                 args[0] = "template".into();
+                // helm install renders for the cluster's own version.
+                args.extend(["--kube-version".into(), "KUBE_VERSION".into()]);
             }
-            if args.first().is_some_and(|a| a == "template") {
-                args.extend(["--kube-version".into(), "1.32.0".into()]);
-            }
-            let out = Command::new("helm").args(&args).current_dir(workspace()).output().map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(format!("helm {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+            let applied = rest.is_some_and(|r| r.starts_with("kubectl apply"));
+            let minors = if args.first().is_some_and(|a| a == "template") && (applied || install) {
+                validated_minors()
+            } else {
+                vec!["1.32.0".to_owned()]
+            };
+            for kube in &minors {
+                let args: Vec<String> = args.iter().map(|a| a.replace("KUBE_VERSION", kube)).collect();
+                let out =
+                    Command::new("helm").args(&args).current_dir(workspace()).output().map_err(|e| e.to_string())?;
+                if !out.status.success() {
+                    return Err(format!("helm {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+                }
+                // What the cluster is given must be what its API server
+                // takes, under strict field validation.
+                if applied {
+                    strictly_valid(&String::from_utf8_lossy(&out.stdout), kube)?;
+                }
             }
             rest.map_or(Ok(()), check)
         }
         ["kubectl", ..] => kubectl(&words[1..]),
         _ => Err("not a helm, kubectl or cargo xtask line".into()),
+    }
+}
+
+/// Every minor the chart admits (`kubeVersion: >=1.25`) that
+/// kubernetes-validate ships strict schemas for, as `1.M.0`.
+fn validated_minors() -> Vec<String> {
+    let shipped = Command::new("python3")
+        .args([
+            "-c",
+            "import kubernetes_validate, os; d = os.path.join(os.path.dirname(kubernetes_validate.__file__), \
+             'kubernetes-json-schema'); print('\\n'.join(sorted(x for x in os.listdir(d))))",
+        ])
+        .output()
+        .expect("python3");
+    let shipped = String::from_utf8_lossy(&shipped.stdout).to_string();
+    (25..=60)
+        .map(|m| format!("1.{m}.0"))
+        .filter(|k| shipped.lines().any(|l| l == format!("v{k}-local-strict")))
+        .collect()
+}
+
+/// Whether the core objects of `yaml` pass `kubernetes-validate --strict`
+/// for Kubernetes `kube` (the Operator's CRDs are not its to judge).
+fn strictly_valid(yaml: &str, kube: &str) -> Result<(), String> {
+    let core: Vec<serde_json::Value> =
+        yaml_docs(yaml).into_iter().filter(|d| !d["apiVersion"].as_str().unwrap_or("").contains("coreos")).collect();
+    let file = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let text: String = core.iter().map(|d| serde_json::to_string(d).unwrap() + "\n---\n").collect();
+    std::fs::write(file.path(), text).map_err(|e| e.to_string())?;
+    let v = Command::new("kubernetes-validate").args(["--strict", "-k", kube]).arg(file.path()).output();
+    let v = v.map_err(|e| e.to_string())?;
+    if v.status.success() {
+        Ok(())
+    } else {
+        Err(format!("Kubernetes {kube} refuses it: {}", String::from_utf8_lossy(&v.stdout)))
     }
 }
 
@@ -297,6 +409,15 @@ fn every_documented_command_runs_or_is_checked() {
                 if let Err(why) = result {
                     failed.push(format!("{} `{line}`: {why}", b.at));
                 }
+            }
+        }
+    }
+    // The runbook's inline routes, on the golden report and a live one.
+    for f in doc_files() {
+        for (at, line) in inline_commands(&f) {
+            ran += 1;
+            if let Err(why) = inline_jq_on(&line, &golden).and_then(|()| inline_jq_on(&line, &live)) {
+                failed.push(format!("{at} `{line}`: {why}"));
             }
         }
     }
