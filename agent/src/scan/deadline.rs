@@ -6,14 +6,15 @@
 //! such read runs on a thread of its own, and the caller waits for it no
 //! longer than what is left of its pass's one `Budget`: past it, the pass
 //! goes on without the answer. A read stuck for good keeps its thread, and
-//! a process whose last read has not returned is not read again meanwhile
-//! (the answer would block too): one process's blocked reads cost only
+//! a process one of whose reads outlived its deadline and has not returned
+//! is not read again meanwhile (the answer would block too; two callers'
+//! reads of one process at once both run): one process's blocked reads cost only
 //! that process's facts, never another's (a fake CNI agent cannot keep the
 //! real one's configuration from being read). 70 processes that block
 //! cost a pass at most one budget, not 70; at most `MAX_BLOCKED` threads
 //! are ever left waiting, and churning the processes costs no more.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -63,11 +64,31 @@ pub enum Abandoned {
     NoThread(u32, String),
 }
 
-/// Processes whose last read has not returned (under way, or blocked).
-static BLOCKED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+/// The reads under way, by process, and the processes one of whose reads
+/// outlived its caller's deadline and has not returned (blocked): those
+/// are not read again until it does. Reads of one process from two
+/// callers at once (the daemon's threads, the unit tests) both run.
+struct Reads {
+    under_way: BTreeMap<u32, usize>,
+    blocked: BTreeSet<u32>,
+}
 
-fn blocked() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
-    BLOCKED.lock().unwrap_or_else(|e| e.into_inner())
+static READS: Mutex<Reads> = Mutex::new(Reads { under_way: BTreeMap::new(), blocked: BTreeSet::new() });
+
+fn reads() -> std::sync::MutexGuard<'static, Reads> {
+    READS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Reads {
+    fn returned(&mut self, pid: u32) {
+        if let Some(n) = self.under_way.get_mut(&pid) {
+            *n -= 1;
+            if *n == 0 {
+                self.under_way.remove(&pid);
+                self.blocked.remove(&pid);
+            }
+        }
+    }
 }
 
 /// Runs `read` (of process `pid`'s files) on a thread of its own, waiting
@@ -91,25 +112,25 @@ pub struct Pending<T> {
 /// Starts `read` (of process `pid`'s files) on a thread of its own.
 pub fn start<T: Send + 'static>(pid: u32, read: impl FnOnce() -> T + Send + 'static) -> Result<Pending<T>, Abandoned> {
     {
-        let mut under_way = blocked();
-        if under_way.contains(&pid) {
+        let mut r = reads();
+        if r.blocked.contains(&pid) {
             return Err(Abandoned::StillBlocked(pid));
         }
-        if under_way.len() >= MAX_BLOCKED {
+        if r.under_way.values().sum::<usize>() >= MAX_BLOCKED {
             return Err(Abandoned::Busy(pid));
         }
-        under_way.insert(pid);
+        *r.under_way.entry(pid).or_default() += 1;
     }
     let (tx, rx) = mpsc::sync_channel(1);
     let spawned = std::thread::Builder::new().name("cgaudit-read".into()).stack_size(READER_STACK).spawn(move || {
         let answer = read();
         // Returned: the process may be read again, whether or not the
         // caller still waits.
-        blocked().remove(&pid);
+        reads().returned(pid);
         let _ = tx.send(answer);
     });
     if let Err(e) = spawned {
-        blocked().remove(&pid);
+        reads().returned(pid);
         return Err(Abandoned::NoThread(pid, e.to_string()));
     }
     Ok(Pending { pid, answer: rx })
@@ -120,16 +141,21 @@ impl<T> Pending<T> {
     pub fn wait(self, budget: &Budget) -> Result<T, Abandoned> {
         let Pending { pid, answer } = self;
         let limit = budget.left();
-        answer
-            .recv_timeout(limit)
-            .map_err(|_| Abandoned::TimedOut { pid, limit: READ_DEADLINE.min(limit.max(Duration::from_millis(1))) })
+        answer.recv_timeout(limit).map_err(|_| {
+            // Left behind: blocked until it returns (if it has not since).
+            let mut r = reads();
+            if r.under_way.contains_key(&pid) {
+                r.blocked.insert(pid);
+            }
+            Abandoned::TimedOut { pid, limit: READ_DEADLINE.min(limit.max(Duration::from_millis(1))) }
+        })
     }
 }
 
-/// Processes whose reads are blocked now.
+/// Reads under way now (blocked ones among them).
 #[cfg(test)]
 fn blocked_now() -> usize {
-    blocked().len()
+    reads().under_way.values().sum()
 }
 
 #[cfg(test)]

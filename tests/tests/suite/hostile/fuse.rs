@@ -281,13 +281,14 @@ fn a_cni_configuration_leading_into_an_unanswered_fuse_mount_cannot_stall_the_au
         return;
     }
     let t = TestCgroup::new("cni-trap");
+    // The configuration directory is a tmpfs of the sandbox's own, on /mnt:
+    // nothing of this machine's is written.
     // A pod: the interfaces, and with them the configuration, are read.
     t.mkdir(&cgroupfs_container("burstable", OTHER_POD_UID, OTHER_CONTAINER));
     let trap = FuseTrap::new();
-    let link =
-        format!("mkdir -p /run/cni-trap && ln -s {}/x.conflist /run/cni-trap/00-trap.conflist", trap.mnt().display());
+    let link = format!("mount -t tmpfs cni /mnt && ln -s {}/x.conflist /mnt/00-trap.conflist", trap.mnt().display());
     let sb = Sandbox::new(&link);
-    let (took, report) = audit_in_time_with(&sb, &t, trap, &["--cni-conf-dir", "/run/cni-trap"]);
+    let (took, report) = audit_in_time_with(&sb, &t, trap, &["--cni-conf-dir", "/mnt"]);
     eprintln!("the audit ended after {took:.2} s");
     assert!(took < 10.0, "{took} s");
     assert_eq!(report["datapath"]["configured"], serde_json::json!([]), "{:#}", report["datapath"]);
