@@ -14,13 +14,18 @@ use crate::cri::{Containerd, Pod};
 use crate::spawn::fixture_bin;
 
 /// `fixture endpoint-agent` on the node's network, named as Cilium's agent
-/// is: attaches `cil_from_container` to the interfaces it is told, by tc or
-/// tcx. Its tcx links go when it is killed (on drop); tc filters go with
+/// is: attaches `cil_from_container` to the interfaces it is told, by tc,
+/// tcx or netkit, as Cilium's loader does: its maps and links pinned in the
+/// node's bpffs (`tc/globals`, `cilium/endpoints/<id>/links/`), no fd kept.
+/// Its programs stay when it is killed, as a real agent's do; on drop its
+/// pins are removed first (the links go with them), and tc filters go with
 /// their interface.
 pub struct EndpointAgent {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// Ended, its programs left behind on purpose.
+    left: bool,
 }
 
 impl EndpointAgent {
@@ -34,6 +39,12 @@ impl EndpointAgent {
     #[cfg(feature = "cri")]
     pub fn start_named(node: &Containerd, comm: &str) -> EndpointAgent {
         Self::spawn(node.node.command_on_network(&fixture_bin(), &["endpoint-agent", comm]))
+    }
+
+    /// On a sandbox node's network and in its mount namespace (its own
+    /// bpffs), named as Cilium's agent is.
+    pub fn start_in(node: &crate::sandbox::Sandbox) -> EndpointAgent {
+        Self::spawn(node.command_on_network(&fixture_bin(), &["endpoint-agent", "cilium-agent"]))
     }
 
     /// In this process's namespaces (a guest's: the node's own).
@@ -50,7 +61,7 @@ impl EndpointAgent {
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read the endpoint agent");
         assert_eq!(line.trim(), "ready", "endpoint agent: {line:?}");
-        EndpointAgent { child, stdin, stdout }
+        EndpointAgent { child, stdin, stdout, left: false }
     }
 
     /// Attaches a program of its own for this endpoint to `ifname`'s
@@ -68,7 +79,34 @@ impl EndpointAgent {
         }
     }
 
-    /// Closes the tcx link it made on `ifname`.
+    /// Attaches a native device's two programs as Cilium's loader does:
+    /// by tcx (`tc: None`), or by legacy tc filters at a priority; their
+    /// ids, ingress first.
+    pub fn netdev(&mut self, dev: &str, tc: Option<u16>) -> (u32, u32) {
+        match tc {
+            Some(prio) => writeln!(self.stdin, "netdev-tc {dev} {prio}"),
+            None => writeln!(self.stdin, "netdev {dev}"),
+        }
+        .expect("tell the endpoint agent");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read the endpoint agent");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["attached", _, name, a, b] if *name == dev => (a.parse().expect("an id"), b.parse().expect("an id")),
+            _ => panic!("the endpoint agent could not attach to {dev}: {line:?}"),
+        }
+    }
+
+    /// Ends the agent as a pod deleted without cleanup ends: its programs
+    /// and pins stay (the test's node takes them with it).
+    pub fn exit_leaving_programs(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.left = true;
+    }
+
+    /// Unloads the endpoint on `ifname` as Cilium's `Unload` does: its
+    /// links' pins removed (a tcx or netkit program leaves the interface).
     pub fn detach(&mut self, ifname: &str) {
         writeln!(self.stdin, "detach {ifname}").expect("tell the endpoint agent");
         let mut line = String::new();
@@ -79,6 +117,11 @@ impl EndpointAgent {
 
 impl Drop for EndpointAgent {
     fn drop(&mut self) {
+        // Its pins, which would outlive it (in a guest's own bpffs).
+        if !self.left && writeln!(self.stdin, "clean").is_ok() {
+            let mut line = String::new();
+            let _ = self.stdout.read_line(&mut line);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -128,7 +171,14 @@ pub fn pod_pid(node: &Containerd, pod: &Pod) -> u32 {
 /// Sends `n` UDP datagrams from inside `pid`'s network namespace to `to`
 /// (port 9, discard), from a thread that joins it.
 pub fn send_from(pid: u32, to: &str, n: usize) {
-    let ns = std::fs::File::open(format!("/proc/{pid}/ns/net")).expect("open the pod's netns");
+    send_from_ns(std::path::Path::new(&format!("/proc/{pid}/ns/net")), to, n);
+}
+
+/// Sends `n` UDP datagrams from inside the network namespace at `netns` to
+/// `to` (port 9, discard), from a thread that joins it.
+pub fn send_from_ns(netns: &std::path::Path, to: &str, n: usize) {
+    let ns = std::fs::File::open(netns).unwrap_or_else(|e| panic!("open {}: {e}", netns.display()));
+    let pid = netns.display();
     let to = format!("{to}:9");
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -136,7 +186,7 @@ pub fn send_from(pid: u32, to: &str, n: usize) {
             let sock = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
             for _ in 0..n {
                 // Sent, or the pod has no route there: never silently none.
-                sock.send_to(b"cgaudit", &to).unwrap_or_else(|e| panic!("send to {to} from pid {pid}: {e}"));
+                sock.send_to(b"cgaudit", &to).unwrap_or_else(|e| panic!("send to {to} from {pid}: {e}"));
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
         })
@@ -332,4 +382,35 @@ fn up_with_address(index: u32, addr: [u8; 4]) {
     l.header.flags = LinkFlags::Up;
     l.header.change_mask = LinkFlags::Up;
     rtnl(M::SetLink(l), 0).unwrap_or_else(|e| panic!("set {index} up: {e}"));
+}
+
+/// A direct-action cls_bpf filter as Cilium's `upsertTCProgram` makes it:
+/// on the clsact qdisc of interface `ifindex` (made if missing; `parent`:
+/// 0xfff2 ingress, 0xfff3 egress), handle 1, every protocol, named
+/// `<program>-<interface>`, replacing what is at that priority only.
+pub fn tc_filter(ifindex: u32, ifname: &str, prog: std::os::fd::BorrowedFd<'_>, name: &str, parent: u16, prio: u16) {
+    use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::tc::{TcAttribute, TcBpfFlags, TcFilterBpfOption, TcHandle, TcMessage, TcOption};
+    use std::os::fd::AsRawFd;
+    let mut qdisc = TcMessage::default();
+    qdisc.header.index = ifindex as i32;
+    qdisc.header.handle = TcHandle { major: 0xffff, minor: 0 };
+    qdisc.header.parent = TcHandle { major: 0xffff, minor: 0xfff1 };
+    qdisc.attributes.push(TcAttribute::Kind("clsact".into()));
+    // EEXIST: there from a first attach.
+    let _ = rtnl(RouteNetlinkMessage::NewQueueDiscipline(qdisc), NLM_F_CREATE | NLM_F_EXCL);
+    let mut filter = TcMessage::default();
+    filter.header.index = ifindex as i32;
+    filter.header.handle = TcHandle { major: 0, minor: 1 };
+    filter.header.parent = TcHandle { major: 0xffff, minor: parent };
+    filter.header.info = (u32::from(prio) << 16) | u32::from(0x0003u16.to_be());
+    filter.attributes.push(TcAttribute::Kind("bpf".into()));
+    filter.attributes.push(TcAttribute::Options(vec![
+        TcOption::Bpf(TcFilterBpfOption::ProgFd(prog.as_raw_fd() as u32)),
+        TcOption::Bpf(TcFilterBpfOption::ProgName(format!("{name}-{ifname}"))),
+        TcOption::Bpf(TcFilterBpfOption::Flags(TcBpfFlags::DirectAction)),
+    ]));
+    rtnl(RouteNetlinkMessage::NewTrafficFilter(filter), NLM_F_CREATE | NLM_F_REPLACE)
+        .unwrap_or_else(|e| panic!("{name} filter on {ifname}: {e}"));
 }

@@ -9,6 +9,7 @@
 
 pub mod bpf;
 pub mod cgroup;
+pub mod cilium;
 pub mod cni;
 #[cfg(feature = "cri")]
 pub mod cri;

@@ -6,6 +6,7 @@
 
 mod arch;
 pub mod bench;
+mod cilium;
 pub mod dist;
 mod guest;
 pub mod helm;

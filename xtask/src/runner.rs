@@ -158,6 +158,7 @@ fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
     let static_agent = release.iter().find(|(a, _)| *a == native).map(|(_, p)| p.clone()).context("no native build")?;
     let tag = image()?;
     let static_fixture = dist::fixture(native)?;
+    let cilium = crate::cilium::objects()?;
     // One test at a time: the tests share one kernel, and some audit the
     // whole node, which another test's programs would disturb.
     run_tests(
@@ -172,6 +173,7 @@ fn host_suite(args: &[String], tally: &mut Tally) -> Result<()> {
             .env("CGAUDIT_IMAGE_ARCHIVE", dist::image_archive())
             .env("CGAUDIT_RELEASE", dist::release_dir())
             .env("CGAUDIT_FIXTURE_STATIC", &static_fixture)
+            .env("CGAUDIT_CILIUM_OBJECTS", &cilium)
             .env("RUST_BACKTRACE", "1"),
         tally,
     )

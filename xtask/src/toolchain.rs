@@ -51,6 +51,10 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     // Kubernetes on Docker (cri-dockerd's layout), against a real dockerd.
     ("dockerd", "docker.io"),
     ("protoc", "protobuf-compiler"),
+    // Cilium's own datapath objects, built from its source with its own
+    // Makefile rule (`cilium.rs`).
+    ("clang-14", "clang-14"),
+    ("make", "make"),
     // Peak memory of the agent in memory-bound tests (GNU time).
     ("time", "time"),
     // The documentation's jq examples, run by the suite.

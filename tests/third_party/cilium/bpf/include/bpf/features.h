@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Copyright Authors of Cilium */
+
+#pragma once
+
+/* This file is regenerated with different macros at startup of the agent.
+ * See pkg/datapath/linux/probes/probes.go to add new macros.
+ */
+
+/* Neither skb nor xdp related features. */
