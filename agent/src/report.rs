@@ -251,6 +251,9 @@ pub struct Datapath {
     pub error: Option<String>,
     /// Every pod: hostNetwork, its interfaces and their programs, or why not.
     pub pods: Vec<crate::snapshot::net::PodNet>,
+    /// The node's own devices and the programs on them, each with its owner
+    /// and what proves it (`owner::hooks`).
+    pub devices: crate::snapshot::devices::HostDevices,
 }
 
 impl Report {
@@ -325,6 +328,7 @@ impl Report {
                         }
                     })
                     .collect(),
+                devices: snap.devices.clone(),
             },
             errors: snap.errors.clone(),
         }

@@ -53,6 +53,14 @@ impl CiliumAgent {
         Self::start_as(config, "unshare --net", "", "")
     }
 
+    /// Inside the sandbox node whose PID 1 is `pid1` (its PID and mount
+    /// namespaces), as root: the node's own agent, which an audit run in
+    /// that node sees running.
+    pub fn in_node(pid1: u32, config: &[(&str, &str)]) -> CiliumAgent {
+        let outer = format!("nsenter --target {pid1} --pid --mount --");
+        Self::start_as(config, &outer, "", "")
+    }
+
     /// Also puts `extra` (shell) in the config dir before starting.
     pub fn with_extra(config: &[(&str, &str)], extra: &str) -> CiliumAgent {
         Self::start(config, "", extra)
@@ -91,9 +99,17 @@ impl CiliumAgent {
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read");
         assert_eq!(line.trim(), "ready", "the stand-in agent did not start");
-        let pid = child.id();
+        // nsenter --pid forks: the agent is its child, in that namespace.
+        let mut pid = child.id();
         let named = crate::wait_until(std::time::Duration::from_secs(5), || {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "cilium-agent")
+            let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            if comm(pid).trim() == "nsenter" {
+                let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+                if let Some(c) = children.split_whitespace().next().and_then(|c| c.parse().ok()) {
+                    pid = c;
+                }
+            }
+            comm(pid).trim() == "cilium-agent"
         });
         assert!(named, "the stand-in agent never became cilium-agent");
         CiliumAgent { child, _bin: bin, pid }

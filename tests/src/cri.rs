@@ -173,6 +173,7 @@ impl Containerd {
         };
         let setup = format!(
             "mount -t tmpfs tmpfs /run\nmount -t tmpfs tmpfs /var/log\nmount -t cgroup2 none /sys/fs/cgroup\n\
+             mount -t bpf bpf /sys/fs/bpf\n\
              mkdir -p /var/log/pods /var/log/containers\n{cni}\
              containerd --config {config} >{log} 2>&1 &",
             config = config.display(),

@@ -48,6 +48,12 @@ pub fn one_line(e: &dyn std::error::Error) -> String {
     }
 }
 
+/// Whether the kernel counts programs' runs now (`kernel.bpf_stats_enabled`,
+/// which the agent never turns on: it costs every program's run).
+pub fn stats_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::one_line;

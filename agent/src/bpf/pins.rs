@@ -32,6 +32,16 @@ pub struct Pinned {
     pub prog_id: u32,
     /// For a pinned cgroup link: the link as the kernel describes it.
     pub link: Option<CgroupLinkInfo>,
+    /// For any pinned link (a tcx, netkit or XDP link of a device too):
+    /// its id and target.
+    pub linked: Option<sys::LinkInfo>,
+}
+
+/// A map pinned in a directory: its name there and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedMap {
+    pub name: String,
+    pub map_id: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,18 +173,99 @@ pub fn pinned(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<Pinn
         let via = format!("/proc/self/fd/{}/", dir.as_raw_fd());
         let Ok(c) = CString::new([via.as_bytes(), name].concat()) else { continue };
         let Ok(fd) = sys::obj_get(&c) else { continue };
-        let (prog_id, link) = match sys::cgroup_link_info(fd.as_fd()) {
-            Ok(Some(link)) => (link.prog_id, Some(link)),
-            // A program (or another kind of link, or a map: prog_info fails).
-            _ => match sys::prog_info(fd.as_fd()) {
-                Ok(info) => (info.id, None),
+        let (prog_id, link, linked) = match sys::link_info(fd.as_fd()) {
+            Ok(l) => {
+                let cgroup = match l.target {
+                    sys::LinkTarget::Cgroup { cgroup_id, attach_type } => {
+                        Some(CgroupLinkInfo { link_id: l.link_id, prog_id: l.prog_id, cgroup_id, attach_type })
+                    }
+                    _ => None,
+                };
+                (l.prog_id, cgroup, Some(l))
+            }
+            // A program (or a map: prog_info fails).
+            Err(_) => match sys::prog_info(fd.as_fd()) {
+                Ok(info) => (info.id, None, None),
                 Err(_) => continue,
             },
         };
         let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
-        out.push(Pinned { path: dir_path.join(name), name: name.to_owned(), ino: st.st_ino, prog_id, link });
+        out.push(Pinned { path: dir_path.join(name), name: name.to_owned(), ino: st.st_ino, prog_id, link, linked });
+        if out.len() >= PINS_MAX {
+            break;
+        }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The most objects read of one pin directory: an owner pins a few per
+/// device or endpoint; a directory others can write may hold any number.
+pub const PINS_MAX: usize = 4096;
+
+/// The subdirectories of `rel` below `bpffs` (a CNI's `devices/`, one per
+/// device), by name, `PINS_MAX` at most; empty when it does not exist.
+pub fn subdirs(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<String>, PinsError> {
+    let dir_path = shown.join(rel);
+    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
+    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let entries =
+        rustix::fs::Dir::new(readable).map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().to_str() else { continue };
+        if name == "." || name == ".." || name.contains('/') {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else { continue };
+        if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            out.push(name.to_owned());
+            if out.len() >= PINS_MAX {
+                break;
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The maps pinned directly in `rel` whose names start with one of
+/// `prefixes` (an owner's maps in `tc/globals`), `PINS_MAX` at
+/// most: their ids, to tell the owner's programs by the maps they use.
+pub fn pinned_maps(
+    bpffs: BorrowedFd<'_>,
+    shown: &Path,
+    rel: &str,
+    prefixes: &[&str],
+) -> Result<Vec<PinnedMap>, PinsError> {
+    let dir_path = shown.join(rel);
+    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
+    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let entries =
+        rustix::fs::Dir::new(readable).map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().to_str() else { continue };
+        if !prefixes.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else { continue };
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            continue;
+        }
+        let via = format!("/proc/self/fd/{}/{name}", dir.as_raw_fd());
+        let Ok(c) = CString::new(via) else { continue };
+        let Ok(fd) = sys::obj_get(&c) else { continue };
+        if let Ok((map_id, _)) = sys::map_info(fd.as_fd()) {
+            out.push(PinnedMap { name: name.to_owned(), map_id });
+            if out.len() >= PINS_MAX {
+                break;
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 

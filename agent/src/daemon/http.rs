@@ -134,13 +134,23 @@ impl PeerKey {
 /// The node's own addresses, read again at most every `LOCAL_FRESH`: in
 /// `node_netns` (PID 1's network namespace) on a thread that joins it for
 /// the read, else, where it cannot be entered, in the agent's own.
+/// After the first, each read runs on a thread of its own while the
+/// connections are keyed by the last one: a node with thousands of
+/// addresses (a pod with CAP_NET_ADMIN can make devices there) never holds
+/// the accept loop (issue 47 red team, F11).
 struct Local {
     node_netns: Option<std::path::PathBuf>,
     addrs: std::collections::HashSet<IpAddr>,
     read: Option<std::time::Instant>,
     /// Whether the last read was of the agent's own namespace instead.
     own: Option<bool>,
+    /// A read under way, and where it leaves its answer.
+    pending: Option<Arc<Mutex<Option<NodeAddresses>>>>,
 }
+
+/// What one read of the node's addresses found: in PID 1's namespace, or,
+/// where that could not be entered (why), in the agent's own.
+type NodeAddresses = (Result<std::collections::HashSet<IpAddr>, String>, Option<std::collections::HashSet<IpAddr>>);
 
 const LOCAL_FRESH: Duration = Duration::from_secs(10);
 
@@ -176,7 +186,36 @@ fn addresses_in(netns: &std::path::Path) -> Result<std::collections::HashSet<IpA
 
 impl Local {
     fn new(node_netns: Option<std::path::PathBuf>) -> Local {
-        Local { node_netns, addrs: Default::default(), read: None, own: None }
+        Local { node_netns, addrs: Default::default(), read: None, own: None, pending: None }
+    }
+
+    /// Reads the node's addresses: in PID 1's namespace, and in the
+    /// agent's own where that cannot be.
+    fn read_addresses(node_netns: Option<&std::path::Path>) -> NodeAddresses {
+        let node = node_netns.map_or_else(|| Err("no PID 1 to read".to_owned()), addresses_in);
+        let own = if node.is_ok() { None } else { addresses_here() };
+        (node, own)
+    }
+
+    fn apply(&mut self, (node, here): NodeAddresses) {
+        let own = node.is_err();
+        match node {
+            Ok(addrs) => self.addrs = addrs,
+            Err(why) => {
+                if self.own != Some(true) {
+                    tracing::warn!(
+                        "the node's addresses are read in the agent's own network namespace ({why}): with \
+                         hostNetwork false, a hostNetwork pod's connections from the node's addresses count \
+                         as separate peers"
+                    );
+                }
+                if let Some(addrs) = here {
+                    self.addrs = addrs;
+                }
+            }
+        }
+        self.own = Some(own);
+        self.read = Some(std::time::Instant::now());
     }
 
     /// The key of a connection from `ip` (canonical: a v4 peer on a
@@ -185,30 +224,31 @@ impl Local {
         if ip.is_loopback() {
             return PeerKey::Node;
         }
-        if self.read.is_none_or(|at| at.elapsed() >= LOCAL_FRESH) {
-            let node = self.node_netns.as_deref().map(addresses_in);
-            let own = !matches!(node, Some(Ok(_)));
-            match node {
-                Some(Ok(addrs)) => self.addrs = addrs,
-                other => {
-                    if self.own != Some(true) {
-                        let why = match other {
-                            Some(Err(e)) => e,
-                            _ => "no PID 1 to read".to_owned(),
-                        };
-                        tracing::warn!(
-                            "the node's addresses are read in the agent's own network namespace ({why}): with \
-                             hostNetwork false, a hostNetwork pod's connections from the node's addresses count \
-                             as separate peers"
-                        );
-                    }
-                    if let Some(addrs) = addresses_here() {
-                        self.addrs = addrs;
-                    }
+        let done = self.pending.as_ref().and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(found) = done {
+            self.pending = None;
+            self.apply(found);
+        }
+        match self.read {
+            // The first: read here, once.
+            None => {
+                let found = Self::read_addresses(self.node_netns.as_deref());
+                self.apply(found);
+            }
+            Some(at) if at.elapsed() >= LOCAL_FRESH && self.pending.is_none() => {
+                let slot = Arc::new(Mutex::new(None));
+                let (into, netns) = (slot.clone(), self.node_netns.clone());
+                let spawned = std::thread::Builder::new().name("node-addresses".into()).spawn(move || {
+                    let found = Self::read_addresses(netns.as_deref());
+                    *into.lock().unwrap_or_else(|e| e.into_inner()) = Some(found);
+                });
+                match spawned {
+                    Ok(_) => self.pending = Some(slot),
+                    // Read again at the next connection.
+                    Err(e) => tracing::debug!(error = %e, "cannot start the node's address reader"),
                 }
             }
-            self.own = Some(own);
-            self.read = Some(std::time::Instant::now());
+            Some(_) => {}
         }
         if self.addrs.contains(&ip) { PeerKey::Node } else { PeerKey::Addr(ip) }
     }
@@ -225,18 +265,19 @@ struct Slot {
 }
 
 impl Slots {
-    /// A place for a connection from `ip`, within `max` in all,
-    /// `per_peer` from one peer and `MAX_PER_PREFIX` from its prefix (an
+    /// A place for a connection from `ip`, within `limits.0` in all,
+    /// `limits.1` from one peer and `per_prefix` from its prefix (an
     /// address not the node's); the last `reserved` only for a peer that
     /// holds none.
-    fn take(self: &Arc<Self>, ip: PeerKey, max: usize, per_peer: usize, reserved: usize) -> Option<Slot> {
+    fn take(self: &Arc<Self>, ip: PeerKey, limits: (usize, usize), per_prefix: usize, reserved: usize) -> Option<Slot> {
+        let (max, per_peer) = limits;
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = held.iter().filter(|(k, _)| !matches!(k, PeerKey::Prefix(_))).map(|(_, n)| n).sum();
         let mine = held.get(&ip).copied().unwrap_or(0);
         let prefix = ip.prefix();
         let of_prefix = prefix.and_then(|p| held.get(&p).copied()).unwrap_or(0);
         let room = if mine == 0 { max } else { max - reserved };
-        if total >= room || mine >= per_peer || of_prefix >= MAX_PER_PREFIX.min(max) {
+        if total >= room || mine >= per_peer || of_prefix >= per_prefix.min(max) {
             return None;
         }
         for k in std::iter::once(ip).chain(prefix) {
@@ -377,9 +418,12 @@ async fn accept(
         // address, one count; the node's own addresses are one peer.
         let ip = local.key(peer.ip().to_canonical());
         let metrics = &probes.app.shared.metrics;
-        let Some(slot) = slots.take(ip, MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) else {
-            // A lane place is given back when its connection ends.
-            match probes.lane.take(ip, LANE, LANE_PER_PEER, 0) {
+        let Some(slot) = slots.take(ip, (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED) else {
+            // A lane place is given back when its connection ends. No share
+            // per prefix here: two addresses in Prometheus's /24 must not
+            // refuse its scrapes (issue 47 red team, F10); the lane's places
+            // are short and bounded per address.
+            match probes.lane.take(ip, (LANE, LANE_PER_PEER), LANE, 0) {
                 Some(place) => {
                     metrics.connection(Connection::Lane);
                     let app = probes.app.clone();
@@ -600,24 +644,50 @@ mod tests {
         let mut held = Vec::new();
         for i in 1..=40u8 {
             for _ in 0..MAX_PER_PEER {
-                if let Some(s) = slots.take(v4([10, 244, 1, i]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED) {
+                if let Some(s) =
+                    slots.take(v4([10, 244, 1, i]), (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED)
+                {
                     held.push(s);
                 }
             }
         }
         assert_eq!(held.len(), MAX_PER_PREFIX, "the pods' /24 holds its share only");
         for n in 0..MAX_PER_PEER {
-            let s = slots.take(v4([10, 244, 7, 9]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED);
+            let s = slots.take(v4([10, 244, 7, 9]), (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED);
             assert!(s.is_some(), "a scraper in another /24 is refused at its connection {n}");
             held.push(s.unwrap());
         }
         // The node's own addresses are one peer, of no prefix.
-        let node: Vec<_> =
-            (0..MAX_PER_PEER + 2).filter_map(|_| slots.take(PeerKey::Node, MAX_CONNECTIONS, MAX_PER_PEER, 0)).collect();
+        let node: Vec<_> = (0..MAX_PER_PEER + 2)
+            .filter_map(|_| slots.take(PeerKey::Node, (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, 0))
+            .collect();
         assert_eq!(node.len(), MAX_PER_PEER);
         // Places are given back: the prefix's count too.
         held.truncate(0);
-        assert!(slots.take(v4([10, 244, 1, 99]), MAX_CONNECTIONS, MAX_PER_PEER, RESERVED).is_some());
+        assert!(slots.take(v4([10, 244, 1, 99]), (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED).is_some());
+    }
+
+    /// Issue 47 red team, F10: the probe lane has no share per prefix: two
+    /// addresses in Prometheus's /24 holding all they may there do not
+    /// refuse a third of that /24.
+    #[test]
+    fn the_probe_lane_has_no_share_per_prefix() {
+        let lane = Arc::new(Slots::default());
+        let mut held = Vec::new();
+        for i in [1u8, 2] {
+            for _ in 0..LANE_PER_PEER {
+                held.extend(lane.take(v4([10, 0, 9, i]), (LANE, LANE_PER_PEER), LANE, 0));
+            }
+        }
+        assert_eq!(held.len(), 2 * LANE_PER_PEER);
+        assert!(lane.take(v4([10, 0, 9, 3]), (LANE, LANE_PER_PEER), LANE, 0).is_some(), "Prometheus is refused");
+        // The main places keep their share per prefix.
+        let slots = Arc::new(Slots::default());
+        let main: Vec<Slot> = (1..=4u8)
+            .flat_map(|i| std::iter::repeat_n(i, MAX_PER_PEER))
+            .filter_map(|i| slots.take(v4([10, 0, 9, i]), (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED))
+            .collect();
+        assert_eq!(main.len(), MAX_PER_PREFIX);
     }
 
     #[test]

@@ -109,6 +109,7 @@ pub struct Metrics {
     pods_without_socket_lb: IntGauge,
     outside_datapath: IntGaugeVec,
     outside_datapath_truncated: IntGauge,
+    device_hook_revision: IntGaugeVec,
     audit_duration: Histogram,
     audits: IntCounterVec,
     incremental: IntCounter,
@@ -135,6 +136,10 @@ pub struct Metrics {
     /// The last rendering: the generation it showed, when it was made.
     rendered: Mutex<Option<(u64, std::time::Instant, Bytes)>>,
 }
+
+/// The most `cgaudit_device_hook_revision` series (a pod with CAP_NET_ADMIN
+/// can make thousands of devices in the node's namespace).
+const DEVICE_REVISIONS_SHOWN: usize = 64;
 
 /// How long one rendering of /metrics is served while nothing else changed.
 const RENDER_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
@@ -256,6 +261,11 @@ impl Metrics {
             outside_datapath_truncated: gauge(
                 "pod_outside_datapath_truncated",
                 "Pods outside the CNI's datapath with no pod_outside_datapath series: past 64 series a node.",
+            ),
+            device_hook_revision: gauge_vec(
+                "device_hook_revision",
+                "The tcx (or netkit) revision of a hook of one of the node's own devices: it moves with every attach and detach, so a rate shows re-link churn. Hooks with programs or changed since their device was made, the 64 highest.",
+                &["device", "hook"],
             ),
             audit_duration: register(
                 &r,
@@ -506,6 +516,23 @@ impl Metrics {
         for t in AttachType::all() {
             let max = counts.iter().filter(|((_, h), _)| *h == t).map(|(_, n)| *n).max().unwrap_or(0);
             self.hook_programs_max.with_label_values(&[t.name()]).set(max);
+        }
+    }
+
+    /// The tcx and netkit revisions of the node's devices' hooks
+    /// (`DEVICE_REVISIONS_SHOWN` at most: the highest).
+    pub fn device_revisions(&self, devices: &crate::snapshot::devices::HostDevices) {
+        let mut all: Vec<(&str, &str, u64)> = devices
+            .devices
+            .iter()
+            .flat_map(|d| d.revisions.iter().map(move |r| (d.name.as_str(), r.hook.as_str(), r.revision)))
+            .collect();
+        all.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+        all.truncate(DEVICE_REVISIONS_SHOWN);
+        self.changed();
+        self.device_hook_revision.reset();
+        for (device, hook, revision) in all {
+            self.device_hook_revision.with_label_values(&[device, hook]).set(revision as i64);
         }
     }
 

@@ -24,6 +24,7 @@ pub mod http;
 pub mod listen;
 pub mod metrics;
 pub mod picture;
+pub mod rtnl;
 pub mod schedule;
 pub mod sweep;
 pub mod trace;
@@ -154,6 +155,8 @@ pub async fn serve(args: Settings) -> Result<u8, ServeError> {
     // a full pass.
     let stale_after = interval.saturating_mul(3).max(Duration::from_secs(10));
     let node_netns = Some(config_proc.join("1/ns/net"));
+    // Links and tc filters changing: the node's network read at once.
+    let _rtnl = rtnl::watch(config_proc.join("1/ns/net"), tx.clone());
     let http = tokio::spawn(http::serve(
         listeners,
         shared.clone(),

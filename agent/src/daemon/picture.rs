@@ -189,6 +189,8 @@ impl Picture {
         let changed = agents != self.snap.agents;
         if changed {
             self.snap.agents = agents;
+            // What they hold proves programs on hooks theirs.
+            self.snap.prove_hooks();
             self.generation += 1;
         }
         changed

@@ -28,8 +28,11 @@
 //! - The CNI agents and PID 1's mounts are read for a judgement at most
 //!   every `NODE_STATE_EVERY`; a judgement sooner is made again then.
 //! - Under syscall tracing, the cgroup links are listed every `LINK_SWEEP`.
-//! - The pods' interfaces and their programs are read every `INTERFACES`
-//!   (tc filters, tcx and netkit links make no event the daemon hooks),
+//! - The node's network (its devices, its pods' interfaces, and the
+//!   owners' pins that prove whose their programs are) is read every
+//!   `INTERFACES` (tcx and netkit links make no event the daemon hooks), at
+//!   once when rtnetlink says a link or a tc filter changed
+//!   (`NETWORK_CHANGE_GAP` apart at most),
 //!   `NEW_CGROUP_READ` after a pod's cgroup appears, and once more as that
 //!   pod's `--endpoint-grace` ends (`POD_READS_QUEUED` such reads at most).
 //! - The reading fallback sweeps every `SWEEP_SHARE` times the last
@@ -82,6 +85,10 @@ const LINK_SWEEP: Duration = Duration::from_secs(5);
 pub const INTERFACES: Duration = Duration::from_secs(5);
 /// While a read of the interfaces runs, how often it is looked at.
 const INTERFACES_POLL: Duration = Duration::from_millis(100);
+/// A change rtnetlink announced is read at once, but reads so asked for
+/// start at least this far apart (a pod with CAP_NET_ADMIN can change the
+/// node's namespace without pause).
+const NETWORK_CHANGE_GAP: Duration = Duration::from_secs(1);
 /// The reading fallback's attachment sweep: at most a hundredth of the
 /// worker's time (its period is a hundred times what the last sweep took),
 /// between these bounds (the upper one is also capped at --interval).
@@ -218,6 +225,8 @@ pub struct Schedule {
     /// A read of the interfaces runs: a pod's read that comes due meanwhile
     /// waits for it to end (that read began before its moment).
     interfaces_running: bool,
+    /// When the last read asked for by a network change was due.
+    last_change_read: Option<Instant>,
     /// The reading fallback's due times (`Source::Reading` only).
     reading: Option<Sweeping>,
     /// When the CNI agents and mounts were last read, and a judgement
@@ -260,6 +269,7 @@ impl Schedule {
             next_interfaces: None,
             pod_reads: BTreeSet::new(),
             interfaces_running: false,
+            last_change_read: None,
             reading: reading.then(|| Sweeping {
                 next_sweep: now + SWEEP_MIN,
                 swept: now,
@@ -478,6 +488,17 @@ impl Schedule {
     /// The read of the interfaces that ran has ended.
     pub fn interfaces_read(&mut self) {
         self.interfaces_running = false;
+    }
+
+    /// rtnetlink said the node's network changed at `now` (a link, a tc
+    /// filter): it is read at once, `NETWORK_CHANGE_GAP` after the last
+    /// read so asked for at the earliest.
+    pub fn network_changed(&mut self, now: Instant) {
+        let at = self.last_change_read.map_or(now, |last| now.max(last + NETWORK_CHANGE_GAP));
+        if self.next_interfaces.is_none_or(|next| at < next) {
+            self.next_interfaces = Some(at);
+            self.last_change_read = Some(at);
+        }
     }
 
     /// A full pass at `now` found pods (`pods`) or none: their interfaces

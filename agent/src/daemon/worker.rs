@@ -59,6 +59,8 @@ pub enum Msg {
     Events(tokio::sync::oneshot::Sender<Bytes>),
     /// Look at `Shared::events_lost` now.
     Wake,
+    /// rtnetlink said the node's links or tc filters changed.
+    NetworkChanged,
     Stop,
 }
 
@@ -173,7 +175,7 @@ pub struct Worker {
     /// own, and a burst of them on one cgroup is one reading.
     pending_rereads: BTreeSet<u64>,
     /// The pods' interfaces being read, off the worker (`read_interfaces`).
-    interfaces_job: Option<std::thread::JoinHandle<crate::snapshot::net::PodNetworks>>,
+    interfaces_job: Option<std::thread::JoinHandle<crate::scan::net::Networks>>,
     /// What re-reads read of each hook holding programs, by revision:
     /// an unchanged hook is not read again (6.16+).
     revisions: crate::bpf::query::Revisions,
@@ -293,6 +295,7 @@ impl Worker {
         match m {
             Msg::Stop => return false,
             Msg::Wake => self.look_at_losses(),
+            Msg::NetworkChanged => self.schedule.network_changed(Instant::now()),
             Msg::Render(reply) => {
                 // The picture as of every event applied so far.
                 if self.reread_pending() || self.schedule.judgement_waiting() {

@@ -134,6 +134,7 @@ mod anonymous {
             path: "/sys/fs/bpf/bpf_kmesh_workload/cgroup_connect4_prog".into(),
             prog_id: 90,
             link_id: None,
+            target: None,
         });
         let f = evaluate(&s, &Policy::default());
         let below = f.iter().find(|f| f.kind == Kind::SocketLbBelowRoot).expect("Kmesh's, below the root");

@@ -118,6 +118,7 @@ mod tests {
             path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release".into(),
             prog_id: 51,
             link_id: Some(9),
+            target: None,
         });
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["duplicate_cni_programs"]);

@@ -58,6 +58,7 @@ mod tests {
             path: "/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock4_sendmsg".into(),
             prog_id: 40,
             link_id: Some(7),
+            target: None,
         });
         assert!(evaluate(&s, &Policy::default()).is_empty(), "and pin it in Cilium's directory");
         attach(&mut s, CTR, CTR_ID, "sendmsg4", 40);

@@ -16,6 +16,7 @@ mod configured_not_attached;
 mod conflicts;
 mod crowded_hooks;
 mod defunct_link;
+pub(crate) mod devices;
 mod duplicates;
 mod foreign_on_cni_hook;
 mod leftovers;
@@ -81,6 +82,9 @@ pub enum Kind {
     SockmapBesideSocketLb,
     PodOutsideDatapath,
     PodNetworkUnreadable,
+    DeviceDuplicatePrograms,
+    DeviceProgramNeverRuns,
+    DeviceLeftoverPrograms,
 }
 
 impl Kind {
@@ -95,20 +99,23 @@ impl Kind {
             Kind::SocketLbMissingAtRoot
             | Kind::PodsWithoutSocketLb
             | Kind::SocketLbConfiguredNotAttached
-            | Kind::CgroupV1NetControllerConflict => &[Severity::Critical],
+            | Kind::CgroupV1NetControllerConflict
+            | Kind::DeviceLeftoverPrograms => &[Severity::Critical],
             Kind::SocketLbBelowRoot
             | Kind::RootHookConflict
             | Kind::CgroupMountNotRoot
             | Kind::DuplicateCniPrograms
             | Kind::HookProgramCountHigh
-            | Kind::PodOutsideDatapath => &[Severity::Critical, Severity::Warning],
+            | Kind::PodOutsideDatapath
+            | Kind::DeviceDuplicatePrograms => &[Severity::Critical, Severity::Warning],
             Kind::DefunctLink
             | Kind::CniAgentPrivateCgroupns
             | Kind::CniLeftoverPrograms
             | Kind::ForeignProgramOnCniHook
             | Kind::RootHookBelowRoot
             | Kind::SockmapBesideSocketLb
-            | Kind::PodNetworkUnreadable => &[Severity::Warning],
+            | Kind::PodNetworkUnreadable
+            | Kind::DeviceProgramNeverRuns => &[Severity::Warning],
         }
     }
 
@@ -132,6 +139,9 @@ impl Kind {
             Kind::CgroupV1NetControllerConflict => v1_net_conflict::EXPLANATION,
             Kind::PodOutsideDatapath => outside_datapath::EXPLANATION,
             Kind::PodNetworkUnreadable => network_unreadable::EXPLANATION,
+            Kind::DeviceDuplicatePrograms => devices::DUPLICATE_EXPLANATION,
+            Kind::DeviceProgramNeverRuns => devices::NEVER_RUNS_EXPLANATION,
+            Kind::DeviceLeftoverPrograms => devices::LEFTOVER_EXPLANATION,
         }
     }
 }
@@ -505,6 +515,9 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     v1_net_conflict::v1_net_conflict(&cx, &mut out);
     outside_datapath::outside_datapath(&cx, &mut out);
     network_unreadable::network_unreadable(&cx, &mut out);
+    devices::duplicates(&cx, &mut out);
+    devices::never_runs(&cx, &mut out);
+    devices::leftovers(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.

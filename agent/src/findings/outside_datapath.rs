@@ -19,8 +19,15 @@
 //! never judged; a pod whose interface could not be read is
 //! `pod_network_unreadable`, never a verdict.
 //!
-//! With the agent not running and no pod carrying its programs, that is
-//! one finding for the node (the datapath is down), not one per pod.
+//! A pod's entry program counts as the owner's only when proven so
+//! (`owner::hooks`: its link pinned in the owner's directory, a map the
+//! owner pinned, its agent holding it), never by its name: a pod with
+//! CAP_BPF names its programs as it likes (issue 47 red team, F2).
+//!
+//! With no pod carrying its programs, that is one finding for the node
+//! (the datapath is down, or every pod predates it), never one per pod: a
+//! process merely named like the agent cannot page for every pod (F4). A
+//! pod UID seen at two pod cgroups is never a critical (F3).
 //!
 //! When: a pod that started before the owner's agent is judged at once (the
 //! seeds' case); one younger than `endpoint_grace` that started after it
@@ -77,18 +84,29 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             outside.push((p, when));
         }
         let said = nets.configured.iter().find(|c| c.owner == owner).map(|c| c.source.as_str());
-        match said {
-            // Configured, and no pod carries it nor does its agent run: the
-            // datapath is down on this node, not missing from some pods.
-            Some(said) if managed == 0 && !agent_runs => {
-                if !outside.is_empty() {
-                    out.push(node_finding(cx, owner, said, &outside));
-                }
+        // No pod carries it: the datapath is down on this node (or every pod
+        // predates it), not missing from some pods; and a process named
+        // like its agent alone must not page for every pod (issue 47 red
+        // team, F4). One finding for the node.
+        if managed == 0 {
+            if let (Some(said), false) = (said, outside.is_empty()) {
+                let state =
+                    snap.pins.iter().any(|p| p.owner == owner) || snap.owner_maps.iter().any(|m| m.owner == owner);
+                out.push(node_finding(cx, owner, said, &outside, agent_runs, state));
             }
-            _ => {
-                out.extend(outside.into_iter().map(|(p, when)| finding(cx, p, owner, managed, said, agent_runs, when)))
-            }
+            continue;
         }
+        // A UID at more than one pod cgroup: one of them was made by someone
+        // who can write the cgroup tree, and "delete the pod" would name the
+        // real one (issue 47 red team, F3). Said, never a critical.
+        let mut uids: BTreeMap<&str, usize> = BTreeMap::new();
+        for p in &nets.pods {
+            *uids.entry(p.pod_uid.as_str()).or_default() += 1;
+        }
+        out.extend(outside.into_iter().map(|(p, when)| {
+            let twice = uids.get(p.pod_uid.as_str()).is_some_and(|n| *n > 1);
+            finding(cx, p, owner, managed, said, agent_runs && !twice, when, twice)
+        }))
     }
 }
 
@@ -107,27 +125,36 @@ fn entry_program(owner: Owner) -> String {
     DATAPATHS.iter().find(|d| d.owner == owner).map(|d| d.entry.shown()).unwrap_or_default()
 }
 
+#[allow(clippy::too_many_arguments, reason = "one finding from each fact the rule weighed")]
 fn finding(
     cx: &Ctx<'_>,
     p: &PodNet,
     owner: Owner,
     managed: usize,
     said: Option<&str>,
-    agent_runs: bool,
+    critical: bool,
     when: When,
+    uid_twice: bool,
 ) -> Finding {
     let snap = cx.snap;
     let interfaces = p.interfaces();
     let shown: Vec<String> = interfaces.iter().map(|i| format!("{} ({})", i.name, i.driver)).collect();
-    let when = match when {
+    let mut when = match when {
         When::BeforeAgent => format!(" It started before {}'s agent.", owner.title()),
         When::Lost => " Its interface carried them before: they were detached.".to_owned(),
         When::Late => String::new(),
     };
-    let others = match (managed, said) {
-        (0, Some(said)) => format!("which no pod on this node carries although {said}"),
-        (1, _) => "while 1 other pod's do".to_owned(),
-        (n, _) => format!("while {n} other pods' do"),
+    if uid_twice {
+        when.push_str(&format!(
+            " Its UID {} is at more than one pod cgroup on this node: one of them was made by someone who can write \
+             the cgroup tree; check which is the runtime's (`crictl inspectp`) before deleting anything.",
+            p.pod_uid
+        ));
+    }
+    let _ = said;
+    let others = match managed {
+        1 => "while 1 other pod's do".to_owned(),
+        n => format!("while {n} other pods' do"),
     };
     let message = format!(
         "its interface {} carries none of {}'s per-endpoint programs ({} on what the pod sends), {others}: its traffic bypasses {}'s policy, load balancing and encryption.{when}",
@@ -144,7 +171,7 @@ fn finding(
             "delete the pod (not a container restart) so that it is made again under the CNI: `kubectl delete pod -n <namespace> <pod>`. Check its tolerations: one that tolerates every `NoExecute` taint lets it start before the CNI is ready."
         }
     };
-    let severity = if agent_runs { Severity::Critical } else { Severity::Warning };
+    let severity = if critical { Severity::Critical } else { Severity::Warning };
     let mut f =
         Finding::new(Kind::PodOutsideDatapath, severity, message, remediation.to_owned()).at_cgroup(&p.cgroup, snap);
     f.owner = Some(owner);
@@ -160,22 +187,64 @@ fn finding(
 pub(super) const NODE_SHOWN: usize = 16;
 
 /// One finding for the node: its configuration says it runs `owner`'s
-/// datapath, no pod carries it and its agent is not running.
-fn node_finding(cx: &Ctx<'_>, owner: Owner, said: &str, outside: &[(&PodNet, When)]) -> Finding {
+/// datapath and no pod carries it. With its agent not running, the
+/// datapath is down (a warning: nothing pages for a stopped agent here).
+/// With its agent running, every pod predates it, or the agent attaches
+/// nothing: critical when the owner's own state is on the node too (its
+/// pins or pinned maps, which a process merely named like its agent cannot
+/// make), else a warning that says so (`state`).
+fn node_finding(
+    cx: &Ctx<'_>,
+    owner: Owner,
+    said: &str,
+    outside: &[(&PodNet, When)],
+    agent_runs: bool,
+    state: bool,
+) -> Finding {
     let snap = cx.snap;
     let title = owner.title();
     let n = outside.len();
+    let (pods, their, are) = if n == 1 { ("pod", "its", "is") } else { ("pods", "their", "are") };
+    let (why, severity, remediation) = match (agent_runs, state) {
+        (false, _) => (
+            format!("{title}'s agent is not running"),
+            Severity::Warning,
+            format!(
+                "find why {title}'s agent is not running on this node (its pod's status and logs: `kubectl -n \
+                 kube-system get pods -o wide --field-selector spec.nodeName=<node>`). Once it runs, cgaudit names \
+                 each pod it does not manage: delete those (not a container restart) so that they are made again \
+                 under {title}. If {title} is not meant to run here, the node's CNI configuration is stale: remove it."
+            ),
+        ),
+        (true, true) => (
+            format!("{title}'s agent runs"),
+            Severity::Critical,
+            format!(
+                "every pod listed started before {title} managed this node, or its agent attaches nothing: check its \
+                 logs for endpoint errors (`cilium-dbg endpoint list` for Cilium), then delete the pods (not a \
+                 container restart) so that they are made again under {title}: `kubectl delete pod -n <namespace> \
+                 <pod>`."
+            ),
+        ),
+        (true, false) => (
+            format!(
+                "a process named like {title}'s agent runs, yet nothing of {title}'s datapath is pinned on this node"
+            ),
+            Severity::Warning,
+            format!(
+                "find what that process is (`ps -o pid,comm,args -p <pid>`, its pod): {title}'s own agent pins its \
+                 maps and links in /sys/fs/bpf. If {title} is meant to run here, check its agent's logs; if not, the \
+                 process is not {title}'s."
+            ),
+        ),
+    };
     let message = format!(
-        "{said}, but no pod's interface carries {title}'s per-endpoint programs ({} on what a pod sends) and {title}'s agent is not running: the {n} pod{} with an interface of {} own {} outside {title}'s datapath (no policy, load balancing or encryption from {title}).",
+        "{said}, but no pod's interface carries {title}'s per-endpoint programs ({} on what a pod sends) and {why}: \
+         the {n} {pods} with an interface of {their} own {are} outside {title}'s datapath (no policy, load balancing \
+         or encryption from {title}).",
         entry_program(owner),
-        if n == 1 { "" } else { "s" },
-        if n == 1 { "its" } else { "their" },
-        if n == 1 { "is" } else { "are" },
     );
-    let remediation = format!(
-        "find why {title}'s agent is not running on this node (its pod's status and logs: `kubectl -n kube-system get pods -o wide --field-selector spec.nodeName=<node>`). Once it runs, cgaudit names each pod it does not manage: delete those (not a container restart) so that they are made again under {title}. If {title} is not meant to run here, the node's CNI configuration is stale: remove it."
-    );
-    let mut f = Finding::new(Kind::PodOutsideDatapath, Severity::Warning, message, remediation);
+    let mut f = Finding::new(Kind::PodOutsideDatapath, severity, message, remediation);
     f.owner = Some(owner);
     f.count = Some(n as u64);
     for (p, _) in outside.iter().take(NODE_SHOWN) {
@@ -229,8 +298,19 @@ mod tests {
 
     const NOW: u64 = 1_000_000;
 
+    /// A program proven its owner's (its link pinned), if named like an
+    /// owner's entry program.
     fn prog(name: &str, hook: IfHook) -> ProgramOn {
-        ProgramOn { hook, prog_id: 9, prog_name: name.into(), via: Via::Link { link_id: 3 } }
+        let mut p = ProgramOn::new(hook, 9, Via::Link { link_id: 3 });
+        p.prog_name = name.into();
+        p.owner = crate::owner::registry::datapath_of(name).map(|d| d.owner);
+        p.proof = p.owner.map(|_| crate::snapshot::net::HookProof::LinkPinned);
+        p
+    }
+
+    /// A program named anything, that nothing proves anyone's.
+    fn forged(name: &str, hook: IfHook) -> ProgramOn {
+        ProgramOn { prog_name: name.into(), ..ProgramOn::new(hook, 66, Via::Link { link_id: 8 }) }
     }
 
     fn pod(uid: &str, started: u64, programs: Vec<ProgramOn>) -> PodNet {
@@ -387,18 +467,53 @@ mod tests {
         assert_eq!(f.interfaces.len(), 2);
     }
 
-    /// Its agent runs and no pod carries its programs: every pod that
-    /// started before it, or is past the grace, is named.
+    /// Issue 47 red team, F4: its agent runs and no pod carries its
+    /// programs: one finding for the node, never one critical per pod.
+    /// Critical only with the owner's own state on the node (its pins or
+    /// pinned maps): a process merely named `cilium-agent` makes a warning
+    /// that says so.
     #[test]
-    fn a_running_agent_whose_programs_no_pod_carries_names_each_pod() {
+    fn a_running_agent_whose_programs_no_pod_carries_is_one_node_finding() {
         let mut s = node_with(vec![pod("a", NOW - 3600, vec![]), pod("b", NOW - 5, vec![])], Some(NOW - 60));
         configured(&mut s, "cilium-agent runs (pid 7)");
-        assert_eq!(judged(&s), [("a".to_owned(), Severity::Critical)]);
-        let f = evaluate(&s, &Policy::default()).into_iter().find(|f| f.kind == Kind::PodOutsideDatapath).unwrap();
+        let found = |s: &Snapshot| -> Vec<Finding> {
+            evaluate(s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect()
+        };
+        let f = found(&s);
+        let [f] = &f[..] else { panic!("one node finding: {f:?}") };
+        assert_eq!((f.severity, f.pod_uid.as_deref(), f.count), (Severity::Warning, None, Some(1)));
         assert!(
-            f.message.contains("which no pod on this node carries although cilium-agent runs (pid 7)"),
+            f.message.contains("a process named like Cilium's agent runs, yet nothing of Cilium's datapath is pinned"),
             "{}",
             f.message
         );
+        s.owner_maps.push(crate::snapshot::OwnerMap { owner: Owner::Cilium, name: "cilium_lxc".into(), map_id: 4 });
+        let f = found(&s);
+        let [f] = &f[..] else { panic!("one node finding: {f:?}") };
+        assert_eq!((f.severity, f.count), (Severity::Critical, Some(1)));
+        assert!(f.message.contains("and Cilium's agent runs"), "{}", f.message);
+    }
+
+    /// Issue 47 red team, F2: a pod's interface carrying a program named
+    /// `cil_from_container` that nothing proves Cilium's (a pair the pod
+    /// made and moved into the node) is outside the datapath.
+    #[test]
+    fn an_entry_program_nothing_proves_the_owners_does_not_make_a_pod_managed() {
+        let forger = pod("b", NOW - 3600, vec![forged("cil_from_container", IfHook::TcxIngress)]);
+        let s = node_with(vec![managed("a"), forger], Some(NOW - 7200));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+    }
+
+    /// Issue 47 red team, F3: a cgroup made with another pod's UID (by a
+    /// writer of the cgroup tree) must not page "delete the pod" about the
+    /// real one: both copies are warnings, and say why.
+    #[test]
+    fn a_pod_uid_at_two_cgroups_is_never_a_critical() {
+        let mut twin = pod("b", NOW - 3600, vec![]);
+        twin.cgroup = "/kubepods/burstable/podb/forged".into();
+        let s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![]), twin], Some(NOW - 7200));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Warning), ("b".to_owned(), Severity::Warning)]);
+        let f = evaluate(&s, &Policy::default()).into_iter().find(|f| f.kind == Kind::PodOutsideDatapath).unwrap();
+        assert!(f.message.contains("is at more than one pod cgroup"), "{}", f.message);
     }
 }

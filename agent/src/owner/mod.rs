@@ -12,6 +12,7 @@
 //! (systemd, the runtimes), which attach anywhere, are known by name, type
 //! and hook: a benign name on a hook its owner never uses is no cover.
 
+pub mod hooks;
 pub mod registry;
 
 use serde::Serialize;

@@ -212,7 +212,9 @@ pub static OWNERS: &[Spec] = &[
             },
         ],
         mount_points: &["/run/cilium/cgroupv2"],
-        pin_dirs: &["cilium/socketlb/links/cgroup"],
+        // Its socket-LB links; its devices' and endpoints' tcx, netkit and
+        // XDP links (pkg/datapath/loader/paths.go: `<dev>` with '.' as '-').
+        pin_dirs: &["cilium/socketlb/links/cgroup", "cilium/devices/*/links", "cilium/endpoints/*/links"],
         intends: Intends::Root,
         balances_sockets: true,
         fix: "keep Cilium's `cgroup.autoMount.enabled=true` with `cgroup.hostRoot=/run/cilium/cgroupv2` (its \
@@ -242,7 +244,9 @@ pub static OWNERS: &[Spec] = &[
             },
         ],
         mount_points: &["/run/calico/cgroup"],
-        pin_dirs: &["ctlb"],
+        // Its connect-time programs; its tcx and netkit links
+        // (felix/bpf/tc/attach.go: `<iface>_<hook>`).
+        pin_dirs: &["ctlb", "tcx", "netkit"],
         intends: Intends::Root,
         balances_sockets: true,
         fix: "keep calico-node's init container (`mount-bpffs`, `ebpf-bootstrap` from 3.31; `calico-node -init`, which \
@@ -644,26 +648,132 @@ pub static OWNERS: &[Spec] = &[
     },
 ];
 
-/// An owner's per-endpoint eBPF datapath: what it attaches to the host
-/// side of every pod it manages.
+/// An owner's eBPF datapath: what it attaches to the host side of every
+/// pod it manages, and to the node's own devices.
 #[derive(Debug, Clone, Copy)]
 pub struct Datapath {
     pub owner: Owner,
     /// Its entry program, on the hook that sees what the pod sends (tc or
     /// tcx ingress of the host-side veth, netkit's peer).
     pub entry: Name,
-    /// The upstream source its entry is read from.
+    /// Its programs on the node's devices, and where each belongs.
+    pub devices: &'static [DeviceProgram],
+    /// The name prefixes of the maps it pins in `tc/globals`: its tail-call
+    /// maps, pinned anew with each program it attaches, and the maps every
+    /// generation of its programs shares (Cilium's connection tracking,
+    /// ipcache, ...). A program that uses one is its, whichever generation
+    /// it is of: a copy an agent restart left behind uses them too.
+    pub pinned_maps: &'static [&'static str],
+    /// Its tc programs decide the packet's fate and pass nothing on (they
+    /// return `TC_ACT_OK`, `TC_ACT_SHOT` or redirect, never `TC_ACT_UNSPEC`):
+    /// a program after one of them on the same hook never runs.
+    pub terminal: bool,
+    /// The upstream sources its entry is read from.
     pub source: &'static str,
 }
 
+/// Where on a device an owner's program goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// What the device receives: tc or tcx ingress.
+    Ingress,
+    /// What the device sends: tc or tcx egress.
+    Egress,
+    Xdp,
+}
+
+/// An owner's program on the node's devices.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceProgram {
+    pub name: Name,
+    pub direction: Direction,
+    /// The devices it belongs on, as people name them.
+    pub devices: &'static str,
+}
+
 pub static DATAPATHS: &[Datapath] = &[
-    Datapath { owner: Owner::Cilium, entry: Name::Exact("cil_from_container"), source: "cilium/cilium bpf/bpf_lxc.c" },
+    Datapath {
+        owner: Owner::Cilium,
+        entry: Name::Exact("cil_from_container"),
+        devices: &[
+            DeviceProgram {
+                name: Name::Exact("cil_from_netdev"),
+                direction: Direction::Ingress,
+                devices: "the native devices (`devices`)",
+            },
+            DeviceProgram {
+                name: Name::Exact("cil_to_netdev"),
+                direction: Direction::Egress,
+                devices: "the native devices, with kube-proxy replacement, WireGuard or IPsec",
+            },
+            DeviceProgram {
+                name: Name::Exact("cil_to_host"),
+                direction: Direction::Ingress,
+                devices: "cilium_host, cilium_net",
+            },
+            DeviceProgram { name: Name::Exact("cil_from_host"), direction: Direction::Egress, devices: "cilium_host" },
+            DeviceProgram {
+                name: Name::Exact("cil_from_overlay"),
+                direction: Direction::Ingress,
+                devices: "cilium_vxlan, cilium_geneve",
+            },
+            DeviceProgram {
+                name: Name::Exact("cil_to_overlay"),
+                direction: Direction::Egress,
+                devices: "cilium_vxlan, cilium_geneve",
+            },
+            DeviceProgram {
+                name: Name::Exact("cil_from_wireguard"),
+                direction: Direction::Ingress,
+                devices: "cilium_wg0",
+            },
+            DeviceProgram {
+                name: Name::Exact("cil_to_wireguard"),
+                direction: Direction::Egress,
+                devices: "cilium_wg0",
+            },
+            DeviceProgram { name: Name::Exact("cil_xdp_entry"), direction: Direction::Xdp, devices: "the XDP devices" },
+        ],
+        // pkg/bpf: every map is pinned by name in tc/globals (`cilium_*`).
+        pinned_maps: &["cilium_"],
+        terminal: true,
+        source: "cilium/cilium bpf/bpf_lxc.c, bpf_host.c, bpf_overlay.c, bpf_xdp.c; pkg/datapath/loader (host.go, \
+                 tc.go, paths.go); tc programs terminal: cilium#36775",
+    },
     Datapath {
         owner: Owner::Calico,
         entry: Name::Exact("cali_tc_preamble"),
-        source: "projectcalico/calico felix/bpf-gpl/tc_preamble.c",
+        devices: &[
+            DeviceProgram {
+                name: Name::Exact("cali_tc_preamble"),
+                direction: Direction::Ingress,
+                devices: "the data interfaces (`bpfDataIfacePattern`), bpfout.cali, tunnels",
+            },
+            DeviceProgram {
+                name: Name::Exact("cali_tc_preamble"),
+                direction: Direction::Egress,
+                devices: "the data interfaces (`bpfDataIfacePattern`), bpfout.cali, tunnels",
+            },
+            DeviceProgram {
+                name: Name::Exact("cali_xdp_preamble"),
+                direction: Direction::Xdp,
+                devices: "the data interfaces",
+            },
+        ],
+        // felix/bpf/maps: `cali_*` (and `xdp_cali_*`) in tc/globals.
+        pinned_maps: &["cali_", "xdp_cali_"],
+        terminal: false,
+        source: "projectcalico/calico felix/bpf-gpl/tc_preamble.c, xdp_preamble.c; felix/bpf/tc/attach.go",
     },
 ];
+
+/// The owner whose device program `name` on `direction` is, by name (a
+/// claim, never a proof: `findings::devices` proves it).
+pub fn device_program_of(name: &str, direction: Direction) -> Option<(&'static Datapath, &'static DeviceProgram)> {
+    DATAPATHS
+        .iter()
+        .find_map(|d| d.devices.iter().find(|p| p.direction == direction && p.name.matches(name)).map(|p| (d, p)))
+}
 
 /// The datapath whose entry program is called `name` (the kernel's 15
 /// bytes are enough).

@@ -229,11 +229,62 @@ impl Report {
             s.line(format_args!("(no programs attached to any cgroup)"));
         }
         self.write_pod_interfaces(&mut s);
+        self.write_host_devices(&mut s);
         // The verdict again where the eye ends up: after a long list of
         // attachments the first line has scrolled away.
         s.blank();
         s.line(format_args!("{}", self.summary()));
         s.into_string()
+    }
+
+    /// The node's own devices that carry programs, each hook's in the order
+    /// they run, with owner and proof (`bpftool net show`, and whose).
+    fn write_host_devices(&self, s: &mut Lines) {
+        use crate::snapshot::net::Via;
+        let d = &self.datapath.devices;
+        if let Some(e) = &d.error {
+            s.blank();
+            s.line(format_args!("HOST DEVICES: not read: {e}"));
+            return;
+        }
+        let with: Vec<_> = d.devices.iter().filter(|x| !x.programs.is_empty() || !x.errors.is_empty()).collect();
+        if with.is_empty() {
+            return;
+        }
+        s.blank();
+        s.line(format_args!(
+            "HOST DEVICES ({} with programs of the node's {} devices read{})",
+            with.len(),
+            d.devices.len(),
+            if d.not_read > 0 { format!(", {} not read", d.not_read) } else { String::new() }
+        ));
+        s.line(format_args!(
+            "    Device           Driver  Hook            #  ID       Name                       Owner    Proof        Via"
+        ));
+        for dev in with {
+            for p in &dev.programs {
+                let via = match &p.via {
+                    Via::Filter { prio, handle, .. } => format!("tc filter pref {prio} handle {handle:#x}"),
+                    Via::Link { link_id } => format!("link {link_id}"),
+                    Via::Attached => p.xdp_mode.map_or(String::new(), |m| format!("{m:?}").to_lowercase()),
+                };
+                let proof = p.proof.map_or("-", |p| p.as_str());
+                s.line(format_args!(
+                    "    {:<16} {:<7} {:<15} {:<2} {:<8} {:<26} {:<8} {:<12} {via}",
+                    dev.name,
+                    dev.driver,
+                    p.hook.as_str(),
+                    p.position,
+                    p.prog_id,
+                    p.prog_name,
+                    p.owner.map_or("-", |o| o.as_str()),
+                    proof,
+                ));
+            }
+            for e in &dev.errors {
+                s.line(format_args!("    {:<16} {:<7} not read: {e}", dev.name, dev.driver));
+            }
+        }
     }
 
     /// The pods' host-side interfaces and their programs: only on a node

@@ -263,13 +263,16 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
 
     // One deadline for every read of what others control in this pass.
     let budget = deadline::Budget::new(deadline::READ_DEADLINE);
-    let pins = owner_pins::owner_pins(&opts.proc, &budget, &mut errors);
     let programs::Links { cgroup: cgroup_links, skipped: links_skipped, unreadable: unreadable_links } =
         programs::cgroup_links().map_err(|e| bpf_error("links", e))?;
     let programs::Loaded { table: mut programs, unreadable: unreadable_programs } = loaded;
     let agents = agents::agent_processes(&opts.proc, &budget, &mut errors);
     // The pods' second layer: the programs on their host-side interfaces.
-    let mut pod_networks = net::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir);
+    let net::Networks { pods: mut pod_networks, devices: mut host_devices, pins } =
+        net::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir, &budget);
+    let net::Pins { pins, maps: owner_maps, errors: pin_errors } = pins;
+    let pins_unread = pin_errors.first().map(|e| format!("{} {}: {}", e.op, e.path, e.message));
+    errors.extend(pin_errors);
     // Full names only where the audit shows them: attached, linked and
     // pinned programs, and the sk_msg programs owners' agents hold (the
     // rules judge them by name).
@@ -281,15 +284,20 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         .chain(pins.iter().map(|p| p.prog_id))
         .chain(agents.iter().flat_map(|p| p.holds.iter().copied()).filter(sk_msg))
         .chain(pod_networks.program_ids())
+        .chain(host_devices.program_ids())
         .collect();
-    // Programs attached to the pods' interfaces since the table was read.
-    for id in pod_networks.program_ids().filter(|id| !programs.contains_key(id)).collect::<Vec<_>>() {
+    // Programs attached to the pods' interfaces and the node's devices
+    // since the table was read.
+    let attached_since: Vec<u32> =
+        pod_networks.program_ids().chain(host_devices.program_ids()).filter(|id| !programs.contains_key(id)).collect();
+    for id in attached_since {
         if let Ok(Some(p)) = programs::program_by_id(id) {
             programs.insert(id, p);
         }
     }
     let btf_skipped = programs::resolve_full_names(&mut programs, named);
     pod_networks.name_programs(&programs);
+    host_devices.name_programs(&programs);
     placement::link_attachments(&mut attachments, &cgroup_links);
 
     // Read only where it can change a verdict: v1 net controllers on the
@@ -308,7 +316,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     let pid1_ns = host::ns_inode(&opts.proc.join("1/ns/cgroup"));
     let reference_cgroupns = pid1_ns.or_else(|| host::ns_inode(Path::new("/proc/self/ns/cgroup")));
 
-    Ok(Snapshot {
+    let mut snap = Snapshot {
         node: host::node_name(opts.node_name.as_deref()),
         kernel: host::kernel_release(),
         root: audit_root,
@@ -331,6 +339,9 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         mounts,
         agents,
         pins,
+        owner_maps,
+        pins_unread,
+        devices: host_devices,
         v1_net_controllers,
         socket_matching,
         names: Default::default(),
@@ -344,5 +355,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         events: Vec::new(),
         errors,
         tree: tree.filter(|_| !tree_over),
-    })
+    };
+    snap.prove_hooks();
+    Ok(snap)
 }

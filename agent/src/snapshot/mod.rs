@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub mod devices;
 pub mod net;
 
 use crate::bpf::programs::Program;
@@ -99,6 +100,17 @@ pub struct OwnerPin {
     pub path: PathBuf,
     pub prog_id: u32,
     pub link_id: Option<u32>,
+    /// What a pinned link is attached to (a cgroup, a device's hook).
+    #[serde(skip)]
+    pub target: Option<crate::bpf::sys::LinkTarget>,
+}
+
+/// A map an owner pinned (its tail-call maps in `tc/globals`), by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OwnerMap {
+    pub owner: Owner,
+    pub name: String,
+    pub map_id: u32,
 }
 
 /// A running owner's agent (a process with a registry agent's name) and
@@ -336,6 +348,13 @@ pub struct Snapshot {
     pub agents: Vec<AgentProcess>,
     /// The owners' pins in PID 1's bpffs.
     pub pins: Vec<OwnerPin>,
+    /// The owners' pinned tail-call maps in PID 1's bpffs.
+    pub owner_maps: Vec<OwnerMap>,
+    /// Why the owners' pins could not all be read, if so: the programs on
+    /// hooks they would prove are then not judged.
+    pub pins_unread: Option<String>,
+    /// The node's own devices and the programs on them.
+    pub devices: devices::HostDevices,
     /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.
     pub v1_net_controllers: Vec<V1NetController>,
     /// Whether sockets may no longer be matched to their cgroup v2 (read
@@ -371,6 +390,51 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Fills in whose each program on the pods' interfaces and the node's
+    /// devices is, and what proves it (`owner::hooks`).
+    pub fn prove_hooks(&mut self) {
+        let mut nets = std::mem::take(&mut self.pod_networks);
+        let mut devices = std::mem::take(&mut self.devices);
+        self.prove_pods(&mut nets);
+        self.prove_devices(&mut devices);
+        self.pod_networks = nets;
+        self.devices = devices;
+    }
+
+    /// Whose each program on the pods' interfaces `nets` is, from this
+    /// snapshot's pins, pinned maps and agents. Where the owners' pins
+    /// could not be read, an interface with a program nothing proves is not
+    /// judged this time (its proof may be among them).
+    pub fn prove_pods(&self, nets: &mut net::PodNetworks) {
+        use crate::owner::hooks::{OnHook, Proofs};
+        let proofs = Proofs::new(&self.pins, &self.owner_maps, &self.agents);
+        for i in nets.pods.iter_mut().flat_map(net::PodNet::interfaces_mut) {
+            for p in &mut i.programs {
+                let on =
+                    OnHook { ifindex: i.ifindex, hook: p.hook, prog_id: p.prog_id, via: &p.via, map_ids: &p.map_ids };
+                (p.owner, p.proof) = proofs.owner_of(&on).unzip();
+            }
+            if let Some(why) = &self.pins_unread
+                && i.programs.iter().any(|p| p.owner.is_none())
+            {
+                i.errors.push(format!("the owners' pins could not be read ({why}): not judged"));
+            }
+        }
+    }
+
+    /// Whose each program on the node's devices is (`prove_pods`).
+    pub fn prove_devices(&self, devices: &mut devices::HostDevices) {
+        use crate::owner::hooks::{OnHook, Proofs};
+        let proofs = Proofs::new(&self.pins, &self.owner_maps, &self.agents);
+        for d in &mut devices.devices {
+            for p in &mut d.programs {
+                let on =
+                    OnHook { ifindex: d.ifindex, hook: p.hook, prog_id: p.prog_id, via: &p.via, map_ids: &p.map_ids };
+                (p.owner, p.proof) = proofs.owner_of(&on).unzip();
+            }
+        }
+    }
+
     /// Of the programs `ids`, those to read (again) for their names: not
     /// known to the snapshot, or known only by the kernel's 15 bytes
     /// (loaded before the pass, attached only now). One rule for every

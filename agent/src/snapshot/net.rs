@@ -237,13 +237,53 @@ pub struct ProgramOn {
     pub prog_name: String,
     #[serde(flatten)]
     pub via: Via,
+    /// The maps it uses, by id: what ties it to an owner's pinned maps.
+    #[serde(skip)]
+    pub map_ids: Vec<u32>,
+    /// Whose it is and what proves it (`owner::hooks`; `null`: nothing
+    /// does, whatever its name).
+    pub owner: Option<Owner>,
+    pub proof: Option<HookProof>,
 }
 
 impl ProgramOn {
-    /// The owner whose per-endpoint entry program this is by name
-    /// (`owner::registry::DATAPATHS`), if any.
+    /// A program on `hook`, its name, maps and owner still to be read.
+    pub fn new(hook: IfHook, prog_id: u32, via: Via) -> ProgramOn {
+        ProgramOn { hook, prog_id, prog_name: String::new(), via, map_ids: Vec::new(), owner: None, proof: None }
+    }
+
+    /// The owner whose per-endpoint entry program this is: proven its
+    /// (`owner::hooks`), and named as its entry program is
+    /// (`owner::registry::DATAPATHS`). A name alone proves nothing: a pod
+    /// with CAP_BPF names its programs as it likes.
     pub fn endpoint_owner(&self) -> Option<Owner> {
-        crate::owner::registry::datapath_of(&self.prog_name).map(|d| d.owner)
+        let owner = self.owner?;
+        crate::owner::registry::datapath_of(&self.prog_name).filter(|d| d.owner == owner).map(|d| d.owner)
+    }
+}
+
+/// What proves a program on an interface's or a device's hook an owner's
+/// (docs/security.md, "Proofs"): the ways the owners' loaders leave their
+/// programs, none of which a pod can forge without the node's bpffs or
+/// CAP_SYS_ADMIN. Never a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum HookProof {
+    /// Its link is pinned where the owner pins its links (Cilium's
+    /// `cilium/endpoints/<id>/links/`, `cilium/devices/<dev>/links/`;
+    /// Calico's `tcx/`, `netkit/`), and that link is on this very hook.
+    LinkPinned,
+    /// It uses a map the owner pinned in `tc/globals` (its tail-call map,
+    /// which the owner's loader pins anew with each program it attaches).
+    MapsPinned,
+    /// The owner's privileged agent holds it open.
+    Held,
+}
+
+impl HookProof {
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 

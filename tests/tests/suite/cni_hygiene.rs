@@ -30,7 +30,6 @@ fn two_copies_of_a_cni_program_on_one_hook_name_the_unpinned_one_stale() {
         return;
     }
     let t = TestCgroup::new("dup");
-    let _agent = CiliumAgent::new(&KPR);
     let lb = load_cilium_socket_lb();
     let _links: Vec<Link> = lb.iter().map(|p| Link::new(&t.path, p)).collect();
     // A restart left its old sock_release link; the new one is pinned.
@@ -38,6 +37,8 @@ fn two_copies_of_a_cni_program_on_one_hook_name_the_unpinned_one_stale() {
     let new = Prog::load("cil_sock_release", "sock_release");
     let (old_link, new_link) = (Link::new(&t.path, &old), Link::new(&t.path, &new));
     let sb = Sandbox::new("mount -t bpf bpf /sys/fs/bpf && mkdir -p /sys/fs/bpf/cilium/socketlb/links/cgroup");
+    // The node's running agent: a pin is its proof only while it runs.
+    let _agent = CiliumAgent::in_node(sb.pid1, &KPR);
     let pin = sb.path("/sys/fs/bpf/cilium/socketlb/links/cgroup/cil_sock_release");
     let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).unwrap();
     agent::bpf::sys::obj_pin(std::os::fd::AsFd::as_fd(&new_link.fd), &c).unwrap();

@@ -293,6 +293,94 @@ fn a_pod_cannot_make_the_node_a_datapath_by_moving_a_named_program_into_it() {
     }
 }
 
+/// A node running Cilium's datapath (the stand-in attaches as its loader
+/// does: pins, no fd kept) with one managed pod, and a tenant pod started
+/// after the agent whose container runs `args` with `caps`; once `ready`
+/// says the attack ran, the audit's report.
+fn tenant_report(
+    args: &[&str],
+    caps: &[&str],
+    ready: impl Fn(&Containerd, &Pod) -> bool,
+) -> (Containerd, Pod, Value, Run) {
+    let mut node = Containerd::start_with_pod_network();
+    let mut cilium = EndpointAgent::start(&node);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    cilium.attach("tcx", &host_veth(&node, &web));
+    let tenant = node.run_pod("tenant", "hider-0");
+    node.run_container(&tenant, &Spec { name: "hider", args, caps, ..Spec::default() });
+    let ran = wait_until(std::time::Duration::from_secs(10), || ready(&node, &tenant));
+    assert!(ran, "the tenant's attack never ran");
+    let run = audit(&node, &["--endpoint-grace", "0s"]);
+    let report = run.json();
+    drop(cilium);
+    (node, tenant, report, run)
+}
+
+/// Issue 47 red team, F1 [CAP_NET_ADMIN]: a pod outside the datapath
+/// renames its `eth0` (its traffic still leaves through it) and makes a
+/// bridge called `eth0`. The audit read the decoy, found no pair, and said
+/// nothing of the pod at all (exit 0). Now the pod is unreadable, and says
+/// why: something of it still leads into the node while its `eth0` does not.
+#[test]
+fn a_decoy_eth0_does_not_hide_a_pod_outside_the_datapath() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    // Its eth0 is a bridge now.
+    let ready = |node: &Containerd, pod: &Pod| {
+        let ns = format!("--net=/proc/{}/ns/net", pod_pid(node, pod));
+        let out = std::process::Command::new("nsenter")
+            .args([ns.as_str(), "ip", "-o", "-d", "link", "show", "eth0"])
+            .output();
+        out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("bridge"))
+    };
+    let (_node, tenant, report, run) = tenant_report(&["decoy-eth0"], &["NET_ADMIN"], ready);
+    let pod = pod_net(&report, &tenant);
+    assert_eq!(pod["network"], "unreadable", "{pod:#}");
+    let reason = pod["reason"].as_str().unwrap();
+    assert!(reason.contains("its eth0 is a bridge, not a pair into the node's network namespace"), "{reason}");
+    let unread: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "pod_network_unreadable").collect();
+    assert_eq!(unread.len(), 1, "{:#}", report["findings"]);
+    assert!(unread[0]["pods"].as_array().unwrap().iter().any(|p| p["uid"] == tenant.uid.as_str()), "{:#}", unread[0]);
+    assert_ne!(run.code, 0, "{run:?}");
+}
+
+/// Issue 47 red team, F2 [CAP_NET_ADMIN, CAP_BPF]: a pod outside the
+/// datapath makes a veth pair carrying a program named
+/// `cil_from_container`, moves one end into the node and makes the other
+/// its `eth0` (its real one renamed, still carrying its traffic). The name
+/// made it "managed": no finding, exit 0. A name proves nothing now: the
+/// program is nobody's, and the pod is outside, named with the interface.
+#[test]
+fn a_forged_entry_program_does_not_make_a_pod_managed() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    // Its real eth0 is eth9 now, and the forged end is its eth0.
+    let ready = |node: &Containerd, pod: &Pod| {
+        let ns = format!("--net=/proc/{}/ns/net", pod_pid(node, pod));
+        let out = std::process::Command::new("nsenter").args([ns.as_str(), "ip", "-o", "link", "show"]).output();
+        out.is_ok_and(|o| {
+            let links = String::from_utf8_lossy(&o.stdout).into_owned();
+            links.contains(": eth9@") && links.contains(": eth0@")
+        })
+    };
+    let args = ["veth-out", "cil_from_container", "--as-eth0"];
+    let (_node, tenant, report, run) = tenant_report(&args, &["NET_ADMIN", "BPF"], ready);
+    let pod = pod_net(&report, &tenant);
+    let programs = &pod["interfaces"][0]["programs"];
+    assert_eq!(pod["interfaces"][0]["name"], "h1out", "{pod:#}");
+    assert_eq!(programs[0]["prog_name"], "cil_from_container", "{pod:#}");
+    assert_eq!(programs[0]["owner"], Value::Null, "a name proves nothing: {pod:#}");
+    let found = outside(&report);
+    let mine: Vec<&&Value> = found.iter().filter(|f| f["pod_uid"] == tenant.uid.as_str()).collect();
+    assert_eq!(mine.len(), 1, "{:#}", report["findings"]);
+    assert_eq!(mine[0]["severity"], "critical");
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
 /// Issue 47, H2 [CAP_NET_ADMIN]: a pod makes 8,000 devices in the node's
 /// network namespace (through the id its own namespace has for the
 /// node's). The interface read kept the whole decoded link dump, about
@@ -485,20 +573,20 @@ fn a_node_configured_for_cilium_whose_agent_is_down_is_one_finding() {
     eprintln!("{}", table.stdout);
     assert!(table.stdout.contains("    where: pods "), "{}", table.stdout);
 
-    // Its agent comes up: the pods that started before it are each named.
+    // Its agent comes up (its maps pinned) and attaches nothing: every pod
+    // predates it. Still one finding for the node, critical now (issue 47
+    // red team, F4: never one page per pod from no pod managed at all).
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let _cilium = EndpointAgent::start(&node);
     let report = audit(&node, &args).json();
     let found = outside(&report);
-    let mut named: Vec<(&str, &str)> =
-        found.iter().map(|f| (f["pod_uid"].as_str().unwrap_or("-"), f["severity"].as_str().unwrap())).collect();
-    named.sort();
-    let mut want: Vec<(&str, &str)> = vec![(dns.uid.as_str(), "critical"), (web.uid.as_str(), "critical")];
-    want.sort();
-    assert_eq!(named, want, "{found:#?}");
-    let message = found[0]["message"].as_str().unwrap();
-    assert!(message.contains("which no pod on this node carries although cilium-agent runs"), "{message}");
-    assert!(message.contains("started before Cilium's agent"), "{message}");
+    let [f] = found[..] else { panic!("one finding for the node: {found:#?}") };
+    assert_eq!((&f["severity"], &f["pod_uid"], &f["count"]), (&"critical".into(), &Value::Null, &2.into()), "{f:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("and Cilium's agent runs"), "{message}");
+    let mut uids: Vec<&str> = f["pods"].as_array().unwrap().iter().filter_map(|p| p["uid"].as_str()).collect();
+    uids.sort();
+    assert_eq!(uids, want, "{f:#}");
 }
 
 /// The daemon: the pod that started before the CNI's agent is a series and

@@ -522,9 +522,24 @@ impl Npd {
     /// The shipped command on this host, with the shipped binary at the
     /// shipped path (a private mount namespace puts it there).
     fn on_host(&self) -> Condition {
+        self.judge(&run(self.shipped(Command::new("unshare"))))
+    }
+
+    /// The same on a sandbox node (`pid1`'s PID and mount namespaces: its
+    /// PID 1, mounts and bpffs are what the command sees, as NPD's on a
+    /// node).
+    fn on_node(&self, pid1: u32) -> Condition {
+        let mut c = Command::new("nsenter");
+        c.arg("--target").arg(pid1.to_string()).args(["--pid", "--mount", "--", "unshare"]);
+        c.env("CGAUDIT_NESTED_NODE", "true");
+        self.judge(&run(self.shipped(c)))
+    }
+
+    /// `unshare` (as `base`) of a private mount namespace where the shipped
+    /// binary is at the shipped path, running the shipped command.
+    fn shipped(&self, mut base: Command) -> Command {
         let (path, args) = self.command();
-        let mut c = Command::new("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c"])
+        base.args(["-m", "--propagation", "private", "sh", "-c"])
             .arg(format!(
                 "mount -t tmpfs tmpfs {dir} && touch {path} && mount --bind \"$0\" {path} && exec \"$@\"",
                 dir = Path::new(&path).parent().unwrap().display()
@@ -532,7 +547,7 @@ impl Npd {
             .arg(shipped_agent_bin())
             .arg(&path)
             .args(&args);
-        self.judge(&run(c))
+        base
     }
 }
 
@@ -554,9 +569,11 @@ fn node_problem_detector_runs_the_shipped_command_on_clean_seed_warning_and_inco
     let clean = npd.on_host();
     assert_eq!((clean.status, clean.code), ("False", 0), "{clean:?}");
 
-    // The seed: True, naming the top finding within the message.
+    // The seed: True, naming the top finding within the message. On its
+    // node, where the broken mount is in PID 1's mount namespace: what
+    // proves the programs Cilium's (docs/security.md, "Proofs").
     let seed = SeedNode::new("npd-seed");
-    let broken = npd.on_host();
+    let broken = npd.on_node(seed.sandbox.pid1);
     assert_eq!(broken.status, "True", "{broken:?}");
     for want in ["PROBLEM", "socket_lb_below_root", SEED_POD_UID, &SEED_CONTAINER[..12], "connect4"] {
         assert!(broken.message.contains(want), "{want} not in the message: {broken:?}");

@@ -19,6 +19,8 @@ mod daemon;
 mod datapath;
 // the chart, the rules, NPD and the Operator, as users deploy them
 mod deploy;
+// the node's own devices: the CNI's device programs, duplicates, leftovers, order
+mod devices;
 // Kubernetes on Docker (cri-dockerd), the seed's runtime
 mod docker;
 // every command block of the documentation runs as written

@@ -122,3 +122,45 @@ pub fn uprobe_multi_link_create(prog: BorrowedFd<'_>, path: &CStr, offset: u64) 
     // outliving the call; the command returns a new fd.
     unsafe { sys_bpf_fd("BPF_LINK_CREATE", bpf_cmd::BPF_LINK_CREATE, &mut attr) }
 }
+
+/// `BPF_MAP_CREATE` of a map of `map_type` named `name` (15 bytes kept),
+/// as an agent's loader makes its maps.
+pub fn map_create(map_type: u32, key_size: u32, value_size: u32, max_entries: u32, name: &str) -> Result<OwnedFd> {
+    let mut attr = zeroed_attr();
+    // SAFETY: writing plain integers and bytes into the zeroed union's
+    // map-create member, the one this command reads.
+    unsafe {
+        let m = &mut attr.__bindgen_anon_1;
+        m.map_type = map_type;
+        m.key_size = key_size;
+        m.value_size = value_size;
+        m.max_entries = max_entries;
+        for (to, from) in m.map_name.iter_mut().zip(name.bytes().take(15)) {
+            *to = from as _;
+        }
+    }
+    // SAFETY: no pointers in this command; the command returns a new fd.
+    unsafe { sys_bpf_fd("BPF_MAP_CREATE", bpf_cmd::BPF_MAP_CREATE, &mut attr) }
+}
+
+/// `BPF_MAP_UPDATE_ELEM` of a 4-byte key and value (a PROG_ARRAY slot and a
+/// program's fd, as a loader fills its tail calls), or `BPF_MAP_DELETE_ELEM`
+/// of that key when `value` is `None`.
+pub fn map_set_u32(map: BorrowedFd<'_>, key: u32, value: Option<u32>) -> Result<()> {
+    let mut attr = zeroed_attr();
+    let value_slot = value.unwrap_or(0);
+    // SAFETY: plain integers and pointers to the two locals, which outlive
+    // the call, in the zeroed union's element member.
+    unsafe {
+        let e = &mut attr.__bindgen_anon_2;
+        e.map_fd = map.as_raw_fd() as u32;
+        e.key = &key as *const u32 as u64;
+        e.__bindgen_anon_1.value = &value_slot as *const u32 as u64;
+    }
+    let (name, cmd) = match value {
+        Some(_) => ("BPF_MAP_UPDATE_ELEM", bpf_cmd::BPF_MAP_UPDATE_ELEM),
+        None => ("BPF_MAP_DELETE_ELEM", bpf_cmd::BPF_MAP_DELETE_ELEM),
+    };
+    // SAFETY: key and value point at 4-byte locals that outlive the call.
+    unsafe { sys_bpf(name, cmd, &mut attr) }.map(drop)
+}

@@ -8,7 +8,8 @@ use std::mem::{self, size_of};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use aya_obj::generated::{
-    BPF_F_QUERY_EFFECTIVE, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info, bpf_link_type, bpf_prog_info,
+    BPF_F_QUERY_EFFECTIVE, bpf_btf_info, bpf_cmd, bpf_func_info, bpf_link_info, bpf_link_type, bpf_map_info,
+    bpf_prog_info,
 };
 
 use super::{Result, sys_bpf, sys_bpf_fd, zeroed_attr};
@@ -334,8 +335,82 @@ pub fn cgroup_link_info(fd: BorrowedFd<'_>) -> Result<Option<CgroupLinkInfo>> {
     }))
 }
 
+/// What a link is attached to, as `bpf_link_info` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkTarget {
+    /// A cgroup (its id; 0 once it is gone) and hook.
+    Cgroup { cgroup_id: u64, attach_type: u32 },
+    /// A tcx hook of interface `ifindex` (0 once the device is gone).
+    Tcx { ifindex: u32, attach_type: u32 },
+    /// A netkit hook of primary `ifindex` (0 once it is gone).
+    Netkit { ifindex: u32, attach_type: u32 },
+    /// XDP on `ifindex` (0 once the device is gone).
+    Xdp { ifindex: u32 },
+    /// Another kind of link (`bpf_link_type`).
+    Other(u32),
+}
+
+/// A link, as `bpf_link_info` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LinkInfo {
+    pub link_id: u32,
+    pub prog_id: u32,
+    pub target: LinkTarget,
+}
+
+/// Any link's id, program and target.
+pub fn link_info(fd: BorrowedFd<'_>) -> Result<LinkInfo> {
+    // SAFETY: plain data.
+    let mut info: bpf_link_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers set.
+    unsafe { obj_info(fd, &mut info)? };
+    let u = &info.__bindgen_anon_1;
+    // SAFETY: each union member read is the one the kernel fills for the
+    // link's type.
+    let target = unsafe {
+        match info.type_ {
+            t if t == bpf_link_type::BPF_LINK_TYPE_CGROUP as u32 => {
+                LinkTarget::Cgroup { cgroup_id: u.cgroup.cgroup_id, attach_type: u.cgroup.attach_type }
+            }
+            t if t == bpf_link_type::BPF_LINK_TYPE_TCX as u32 => {
+                LinkTarget::Tcx { ifindex: u.tcx.ifindex, attach_type: u.tcx.attach_type }
+            }
+            t if t == bpf_link_type::BPF_LINK_TYPE_NETKIT as u32 => {
+                LinkTarget::Netkit { ifindex: u.netkit.ifindex, attach_type: u.netkit.attach_type }
+            }
+            t if t == bpf_link_type::BPF_LINK_TYPE_XDP as u32 => LinkTarget::Xdp { ifindex: u.xdp.ifindex },
+            t => LinkTarget::Other(t),
+        }
+    };
+    Ok(LinkInfo { link_id: info.id, prog_id: info.prog_id, target })
+}
+
+/// The maps a program uses, by id (at most 256 are read: Cilium's
+/// largest object uses some 70).
+pub fn prog_map_ids(fd: BorrowedFd<'_>) -> Result<Vec<u32>> {
+    let mut ids = [0u32; 256];
+    // SAFETY: plain data.
+    let mut info: bpf_prog_info = unsafe { mem::zeroed() };
+    info.nr_map_ids = ids.len() as u32;
+    info.map_ids = ids.as_mut_ptr() as u64;
+    // SAFETY: map_ids points at nr_map_ids writable u32s.
+    unsafe { obj_info(fd, &mut info)? };
+    Ok(ids[..(info.nr_map_ids as usize).min(ids.len())].to_vec())
+}
+
+/// A map's id and (15-byte) name.
+pub fn map_info(fd: BorrowedFd<'_>) -> Result<(u32, String)> {
+    // SAFETY: plain data.
+    let mut info: bpf_map_info = unsafe { mem::zeroed() };
+    // SAFETY: no embedded pointers set.
+    unsafe { obj_info(fd, &mut info)? };
+    // SAFETY: the kernel NUL-terminates the 16-byte name.
+    let name = unsafe { CStr::from_ptr(info.name.as_ptr()) }.to_string_lossy().into_owned();
+    Ok((info.id, name))
+}
+
 /// `BPF_OBJ_GET` of a pinned object.
-pub(crate) fn obj_get(path: &CStr) -> Result<OwnedFd> {
+pub fn obj_get(path: &CStr) -> Result<OwnedFd> {
     let mut attr = zeroed_attr();
     attr.__bindgen_anon_4.pathname = path.as_ptr() as u64;
     // SAFETY: pathname is a NUL-terminated string that outlives the call; the command returns a new fd.

@@ -19,10 +19,30 @@ impl Picture {
             && !crate::findings::outside_datapath::datapaths(&self.snap).is_empty()
     }
 
+    /// What the interface reader read (the owners' pins, the pods'
+    /// interfaces, the node's devices), whose each program is proven from
+    /// the pins read with it; whether the findings may have changed.
+    pub fn set_networks(&mut self, nets: crate::scan::net::Networks) -> bool {
+        let crate::scan::net::Pins { pins, maps, errors } = nets.pins;
+        let unread = errors.first().map(|e| format!("{} {}: {}", e.op, e.path, e.message));
+        let pins_changed = pins != self.snap.pins || maps != self.snap.owner_maps || unread != self.snap.pins_unread;
+        // The pins first: the interfaces and devices are proven by them.
+        self.snap.pins = pins;
+        self.snap.owner_maps = maps;
+        self.snap.pins_unread = unread;
+        let changed = self.set_pod_networks(nets.pods) | self.set_devices(nets.devices) | pins_changed;
+        if pins_changed {
+            self.generation += 1;
+        }
+        changed
+    }
+
     /// The pods' interfaces as read now, their programs named from the
-    /// picture's; whether what was read changed (when it was read aside).
+    /// picture's and proven from its pins; whether what was read changed
+    /// (when it was read aside).
     pub fn set_pod_networks(&mut self, mut nets: PodNetworks) -> bool {
         nets.name_programs(&self.snap.programs);
+        self.snap.prove_pods(&mut nets);
         let old = &self.snap.pod_networks;
         // When each pod's reading in `old` was read.
         let read_at = |uid: &str| old.kept.get(uid).copied().unwrap_or(old.read_at);
@@ -39,7 +59,12 @@ impl Picture {
         }
         let mut kept = BTreeMap::new();
         for p in nets.pods.iter_mut().filter(|p| p.unread()) {
-            let Some(last) = old.pods.iter().find(|q| q.pod_uid == p.pod_uid && !q.unread()) else { continue };
+            // By UID and cgroup: a cgroup made with another pod's UID does
+            // not inherit that pod's reading.
+            let Some(last) = old.pods.iter().find(|q| q.pod_uid == p.pod_uid && q.cgroup == p.cgroup && !q.unread())
+            else {
+                continue;
+            };
             let since = read_at(&p.pod_uid);
             if nets.read_at.saturating_sub(since) <= KEPT_FOR {
                 *p = last.clone();
@@ -61,6 +86,22 @@ impl Picture {
             || nets.had_programs != old.had_programs;
         self.snap.pod_networks = nets;
         if changed {
+            self.generation += 1;
+        }
+        changed
+    }
+
+    /// The node's devices as read now, their programs named from the
+    /// picture's; whether they changed. A read that failed keeps the last.
+    pub fn set_devices(&mut self, mut devices: crate::snapshot::devices::HostDevices) -> bool {
+        devices.name_programs(&self.snap.programs);
+        self.snap.prove_devices(&mut devices);
+        if devices.error.is_some() && self.snap.devices.error.is_none() {
+            devices.devices = self.snap.devices.devices.clone();
+        }
+        let changed = devices != self.snap.devices;
+        if changed {
+            self.snap.devices = devices;
             self.generation += 1;
         }
         changed

@@ -544,14 +544,18 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
             }],
         },
     };
-    let cilium = || {
-        vec![ProgramOn {
-            hook: IfHook::TcxIngress,
-            prog_id: 9,
-            prog_name: String::new(),
-            via: Via::Link { link_id: 3 },
-        }]
-    };
+    let cilium = || vec![ProgramOn::new(IfHook::TcxIngress, 9, Via::Link { link_id: 3 })];
+    // Proven Cilium's: its link pinned where Cilium pins its endpoints'.
+    p.snap.pins.push(crate::snapshot::OwnerPin {
+        owner: crate::owner::Owner::Cilium,
+        path: "/sys/fs/bpf/cilium/endpoints/1/links/cil_from_container".into(),
+        prog_id: 9,
+        link_id: Some(3),
+        target: Some(crate::bpf::sys::LinkTarget::Tcx {
+            ifindex: 5,
+            attach_type: aya_obj::generated::bpf_attach_type::BPF_TCX_INGRESS as u32,
+        }),
+    });
     let configured = vec![crate::snapshot::net::Configured {
         owner: crate::owner::Owner::Cilium,
         source: "cilium-agent runs (pid 7)".into(),

@@ -406,3 +406,21 @@ fn every_due_time_is_offered_by_a_round() {
     let offered: Vec<Due> = (0..3).map(|_| s.due(t(60_000))).collect();
     assert_eq!(offered[..2], [Due::LinkSweep, Due::Read], "{offered:?}");
 }
+
+/// Issue 48: a link or tc change rtnetlink announces is read at once;
+/// changes without pause (a pod churning devices in the node's namespace)
+/// are read a second apart at most, and never push the next read later.
+#[test]
+fn a_network_change_is_read_at_once_and_a_churn_a_second_apart() {
+    let mut s = after_startup(false, false);
+    s.pods_seen(t(0), true);
+    s.network_changed(t(1000));
+    assert!(s.interfaces_due(t(1000)), "read at once");
+    s.network_changed(t(1200));
+    assert!(!s.interfaces_due(t(1999)), "a second after the last one asked for");
+    assert!(s.interfaces_due(t(2000)));
+    // Once: the read it asked for is the next.
+    s.network_changed(t(2100));
+    assert!(!s.interfaces_due(t(2999)));
+    assert!(s.interfaces_due(t(3000)) && !s.interfaces_due(t(3000)));
+}

@@ -81,6 +81,7 @@ impl Worker {
         picture.set_events(self.history.attachers());
         self.findings = Self::name(&mut self.namer, picture, &self.config.policy);
         self.shared.metrics.findings(&self.findings);
+        self.shared.metrics.device_revisions(&picture.snapshot().devices);
         let incomplete = findings::incomplete(picture.snapshot());
         let report_verdict = Verdict::of(&self.findings, incomplete.is_some());
         self.shared.set_incomplete(incomplete);
@@ -122,8 +123,9 @@ impl Worker {
         // must still be that directory.
         self.root =
             root::open_cgroup_dir(&snap.root.path).ok().filter(|(_, id)| *id == snap.root.cgroup_id).map(|(fd, _)| fd);
-        // The pods' interfaces are read between passes while there are pods.
-        self.schedule.pods_seen(Instant::now(), !snap.pods.is_empty());
+        // The node's network is read between passes: its own devices
+        // always, its pods' interfaces while there are pods.
+        self.schedule.pods_seen(Instant::now(), true);
         let untracked = snap.tree.is_none();
         if untracked != self.schedule.untracked() {
             if untracked {

@@ -227,9 +227,10 @@ impl Worker {
                 let snap = picture.snapshot();
                 let (pods, agents) = (snap.pods.clone(), snap.agents.clone());
                 let (proc, cni_conf) = (self.config.scan.proc.clone(), self.config.scan.cni_conf_dir.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("interfaces".into())
-                    .spawn(move || crate::scan::net::read(&pods, &agents, root.as_fd(), &proc, &cni_conf));
+                let spawned = std::thread::Builder::new().name("interfaces".into()).spawn(move || {
+                    let budget = crate::scan::deadline::Budget::new(crate::scan::deadline::READ_DEADLINE);
+                    crate::scan::net::read(&pods, &agents, root.as_fd(), &proc, &cni_conf, &budget)
+                });
                 match spawned {
                     Ok(job) => {
                         self.interfaces_job = Some(job);
@@ -244,16 +245,16 @@ impl Worker {
 
     /// Puts a finished interface read in the picture; true when the
     /// findings may have changed.
-    fn apply_interfaces(&mut self, nets: crate::snapshot::net::PodNetworks) -> bool {
+    fn apply_interfaces(&mut self, nets: crate::scan::net::Networks) -> bool {
         let started = Instant::now();
         let Some(picture) = self.picture.as_ref() else { return false };
         let snap = picture.last();
-        let unknown = snap.to_learn(nets.program_ids());
+        let unknown = snap.to_learn(nets.pods.program_ids().chain(nets.devices.program_ids()));
         if !unknown.is_empty() {
             self.learn_programs(&unknown);
         }
         let Some(picture) = self.picture.as_mut() else { return false };
-        let changed = picture.set_pod_networks(nets);
+        let changed = picture.set_networks(nets);
         let waiting = picture.pods_within_grace(self.config.policy.endpoint_grace);
         self.shared.metrics.busy(Work::Reread, started.elapsed());
         changed || waiting

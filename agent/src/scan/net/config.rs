@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::owner::Owner;
 use crate::snapshot::AgentProcess;
 use crate::snapshot::net::Configured;
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags};
 
 /// Where the kubelet's runtime reads the node's CNI configuration by
 /// default (inside PID 1's root; `--cni-conf-dir`).
@@ -68,7 +68,7 @@ fn cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
 }
 
 fn read_cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
-    use crate::scan::in_root::{STRICT, list, open_dir, read_resolved};
+    use crate::scan::in_root::{STRICT, open_dir, read_resolved};
     let root: OwnedFd =
         rustix::fs::open(proc.join("1/root"), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .ok()?;
@@ -77,16 +77,39 @@ fn read_cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
     // /etc on some distributions, /run), through no link; the files in
     // it through no link and no mount.
     let dir = open_dir(root.as_fd(), dir, rustix::fs::ResolveFlags::NO_SYMLINKS)?;
-    let file = first_conf(list(dir.as_fd(), "."))?;
+    let entries = rustix::fs::Dir::read_from(&dir).ok()?;
+    let (first, kind) = first_conf(entries.filter_map(Result::ok).take(MAX_ENTRIES).filter_map(|e| {
+        let name = e.file_name().to_str().ok()?.to_owned();
+        Some((name, e.file_type()))
+    }))?;
+    // libcni reads a link too: one to a file of the same directory is
+    // followed here (by name, no further); one that leads elsewhere is not
+    // read, and the node is taken as not configured.
+    let file = if kind == FileType::Symlink {
+        let target = rustix::fs::readlinkat(&dir, first.as_str(), Vec::new()).ok()?;
+        let target = target.to_str().ok()?.to_owned();
+        (!target.contains('/') && target != first).then_some(target)?
+    } else {
+        first.clone()
+    };
     let text = read_resolved(dir.as_fd(), &file, MAX_CONF, STRICT)?;
-    Some((file.clone(), plugin_types(&text)?))
+    Some((first, plugin_types(&text)?))
 }
 
-/// The file the runtime loads: the first by name with a CNI extension.
-pub fn first_conf(mut names: Vec<String>) -> Option<String> {
-    names.retain(|n| [".conf", ".conflist", ".json"].iter().any(|e| n.ends_with(e)));
-    names.sort();
-    names.into_iter().next()
+/// The most entries of the CNI configuration directory looked at.
+const MAX_ENTRIES: usize = 200_000;
+
+/// The file the runtime loads: the first by name with a CNI extension,
+/// directories skipped (libcni's `ConfFiles`). The entries are looked at
+/// as they stream: a directory of 200,000 names costs one name's memory
+/// (issue 47 red team, F7).
+pub fn first_conf(entries: impl IntoIterator<Item = (String, FileType)>) -> Option<(String, FileType)> {
+    entries
+        .into_iter()
+        .filter(|(n, kind)| {
+            *kind != FileType::Directory && [".conf", ".conflist", ".json"].iter().any(|e| n.ends_with(e))
+        })
+        .min_by(|a, b| a.0.cmp(&b.0))
 }
 
 /// The plugin types a network configuration (`.conf`) or list
@@ -104,11 +127,26 @@ pub fn plugin_types(text: &[u8]) -> Option<Vec<String>> {
 mod tests {
     use super::*;
 
+    fn files(names: &[&str]) -> Vec<(String, FileType)> {
+        names.iter().map(|n| (n.to_string(), FileType::RegularFile)).collect()
+    }
+
     #[test]
     fn the_runtime_loads_the_first_file_by_name() {
         let names = ["10-aws.conflist", "05-cilium.conflist", "00-readme.txt", "99-loopback.conf"];
-        assert_eq!(first_conf(names.map(String::from).to_vec()).as_deref(), Some("05-cilium.conflist"));
-        assert_eq!(first_conf(vec!["cni.conf.bak".into()]), None);
+        assert_eq!(first_conf(files(&names)).map(|f| f.0).as_deref(), Some("05-cilium.conflist"));
+        assert_eq!(first_conf(files(&["cni.conf.bak"])), None);
+    }
+
+    /// Issue 47 red team, F7: a directory named like a configuration is not
+    /// the first file (libcni skips it), and a link is one.
+    #[test]
+    fn a_directory_named_like_a_configuration_is_skipped_as_libcni_skips_it() {
+        let mut entries = files(&["05-cilium.conflist"]);
+        entries.push(("00-x.conf".into(), FileType::Directory));
+        assert_eq!(first_conf(entries.clone()).map(|f| f.0).as_deref(), Some("05-cilium.conflist"));
+        entries.push(("01-y.conflist".into(), FileType::Symlink));
+        assert_eq!(first_conf(entries), Some(("01-y.conflist".to_owned(), FileType::Symlink)));
     }
 
     /// Cilium's own list, its chaining on another CNI, and a plain `.conf`.

@@ -1,7 +1,7 @@
 //! Pods to their host-side interfaces, from what was read: each pod's
-//! network namespaces (by the ids they have in the host's), the interface
-//! the CNI made in each (`eth0`, the name the kubelet gives every CNI) and
-//! the host's interface it says is its other end. Pure.
+//! sandbox network namespace (by the id it has in the host's), the
+//! interface the CNI made there (`eth0`, the name the kubelet gives every
+//! CNI) and the host's interface it says is its other end. Pure.
 //!
 //! The CNI's pair is the one whose pod end is `eth0` and whose two ends
 //! name each other: the host end's peer is `eth0`'s index in the pod's
@@ -10,9 +10,13 @@
 //! pairs between its namespace and the node's (through the id its own
 //! namespace has for the node's), carrying any program under any name, and
 //! plant pairs into other pods' namespaces through the node's ids: none of
-//! them is a pod's `eth0` pair, so none is read as one. The node's links
-//! are never dumped: a pod that makes thousands of devices costs nothing,
-//! and a churn of devices interrupts nothing (each answer is one link).
+//! them is a pod's `eth0` pair, so none is read as one. It can also rename
+//! its `eth0` and make a decoy of that name: while anything of its
+//! namespace leads into the node's and `eth0` does not, it is unreadable,
+//! never a pod without an interface (`pair_of`). Only the sandbox's
+//! namespace is judged. The node's links are never dumped: a pod that
+//! makes thousands of devices costs nothing, and a churn of devices
+//! interrupts nothing (each answer is one link).
 
 use std::collections::HashMap;
 
@@ -33,37 +37,93 @@ pub struct PodProbe {
     pub netns: NetnsProbe,
 }
 
-/// What one pod network namespace says of the CNI's pair, read from both
-/// ends.
+/// What a pod's sandbox namespace says of its side of the CNI's pair,
+/// read there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSide {
+    /// Its `eth0`: the link the kernel answers for that name, if that is
+    /// its name (an altname answers too, and is not it).
+    pub eth0: Option<Link>,
+    /// The id the node's namespace has in the pod's (`None`: nothing
+    /// there leads into the node's).
+    pub node_id: Option<i32>,
+    /// When `eth0` is not a pair into the node's namespace: how many of
+    /// the pod's other interfaces lead there, of any driver.
+    pub into_node: usize,
+}
+
+impl PodSide {
+    /// Whether its `eth0` is, from the pod's side, a pair into the node's
+    /// namespace: a veth, or a netkit peer, whose other end is there.
+    pub fn pairs_into_node(&self) -> bool {
+        let Some(eth0) = &self.eth0 else { return false };
+        let driver = match eth0.driver.as_str() {
+            "veth" => true,
+            "netkit" => eth0.netkit_primary != Some(true),
+            _ => false,
+        };
+        driver && self.node_id.is_some() && eth0.peer_nsid == self.node_id && eth0.peer_ifindex.is_some()
+    }
+}
+
+/// What one pod's sandbox namespace says of the CNI's pair, read from
+/// both ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PairRead {
-    /// No `eth0` there (no network, or a CNI that names it otherwise).
+    /// No `eth0` pair and nothing else into the node's namespace (no
+    /// network, or an ipvlan or macvlan `eth0`).
     NoPodInterface,
-    /// `eth0`, the id the node's namespace has in the pod's (`None`: the
-    /// pod's namespace has none for it: nothing leads there), and the
-    /// node's interface at the index `eth0` names as its peer, if any.
-    Read { pod_end: Link, node_id_in_pod: Option<i32>, host_end: Option<Link> },
-    /// It could not be read, and why.
+    /// The host end of its `eth0` pair, validated from both ends.
+    Pair(Link),
+    /// It could not be read or is not judged, and why.
     Failed(String),
 }
 
-/// The host end of a pod's CNI pair, if `read` shows one: `eth0` is a
-/// veth or a netkit peer whose other end is in the node's namespace, and
-/// that end (a veth, or the netkit pair's primary) names `eth0` and the
-/// pod's namespace (`pod_nsid`: its id in the node's) back.
-pub fn host_end(read: &PairRead, pod_nsid: i32) -> Option<&Link> {
-    let PairRead::Read { pod_end, node_id_in_pod: Some(node), host_end: Some(host) } = read else { return None };
-    let driver_pairs = match pod_end.driver.as_str() {
-        "veth" => host.driver == "veth",
-        "netkit" => host.driver == "netkit" && host.netkit_primary != Some(false),
-        _ => false,
+/// The pair a pod's side shows (`host`: the node's interface at the index
+/// `eth0` names as its peer, read in the node's namespace; `pod_nsid`: the
+/// pod's namespace's id in the node's). The CNI's pair is `eth0` and a
+/// host end that name each other (a veth, or the netkit pair's primary);
+/// anything else that leads into the node's namespace while `eth0` does
+/// not is a pod that moved its network off `eth0` (renamed it and made
+/// another `eth0`: a bridge, a macvlan, an altname), and is not judged by
+/// the decoy: it is unreadable, and says why.
+pub fn pair_of(side: &PodSide, host: Option<Link>, pod_nsid: i32) -> PairRead {
+    let eth0 = match &side.eth0 {
+        Some(eth0) if side.pairs_into_node() => eth0,
+        other => {
+            return match (other, side.into_node) {
+                (_, 0) => PairRead::NoPodInterface,
+                (None, n) => PairRead::Failed(format!(
+                    "it has no {POD_IFNAME} but {n} interface(s) leading into the node's network namespace (renamed?): not judged"
+                )),
+                (Some(l), n) => PairRead::Failed(format!(
+                    "its {POD_IFNAME} is {}, not a pair into the node's network namespace, while {n} other interface(s) lead there (renamed?): not judged",
+                    if l.driver.is_empty() {
+                        "a device without a driver".to_owned()
+                    } else {
+                        format!("a {}", l.driver)
+                    },
+                )),
+            };
+        }
     };
-    (driver_pairs
-        && pod_end.peer_nsid == Some(*node)
-        && pod_end.peer_ifindex == Some(host.ifindex)
-        && host.peer_nsid == Some(pod_nsid)
-        && host.peer_ifindex == Some(pod_end.ifindex))
-    .then_some(host)
+    let named_back = host.filter(|h| {
+        let driver = match eth0.driver.as_str() {
+            "veth" => h.driver == "veth",
+            _ => h.driver == "netkit" && h.netkit_primary != Some(false),
+        };
+        driver
+            && eth0.peer_ifindex == Some(h.ifindex)
+            && h.peer_nsid == Some(pod_nsid)
+            && h.peer_ifindex == Some(eth0.ifindex)
+    });
+    match named_back {
+        Some(h) => PairRead::Pair(h),
+        None => PairRead::Failed(format!(
+            "its {POD_IFNAME}'s other end (index {} in the node's network namespace) does not name it back: not judged",
+            eth0.peer_ifindex.unwrap_or(0)
+        )),
+    }
 }
 
 /// A host interface as the pods' section lists it.
@@ -77,8 +137,11 @@ pub fn interface_of(l: &Link) -> Interface {
     }
 }
 
-/// Each pod and the host ends of the CNI pairs into its namespaces
-/// (`pairs`: what each namespace, by its id in the node's, says).
+/// Each pod and the host end of its sandbox's `eth0` pair (`pairs`: what
+/// each sandbox namespace, by its id in the node's, says). Only the
+/// sandbox's namespace is judged: one a container of the pod made (with
+/// any pair into the node, carrying any program) says nothing of the
+/// pod's traffic.
 pub fn pods_on_pairs(pods: Vec<PodProbe>, pairs: &HashMap<i32, PairRead>) -> Vec<PodNet> {
     pods.into_iter()
         .map(|p| {
@@ -86,24 +149,14 @@ pub fn pods_on_pairs(pods: Vec<PodProbe>, pairs: &HashMap<i32, PairRead>) -> Vec
                 NetnsProbe::NoProcess => Net::NoProcess,
                 NetnsProbe::Host => Net::HostNetwork,
                 NetnsProbe::Unreadable(reason) => Net::Unreadable { reason },
-                NetnsProbe::Own { nsids } => {
-                    // Its sandbox's namespace first: a failure to read it
-                    // leaves the pod unread; others' are only left out.
-                    let failed = nsids.first().and_then(|n| match pairs.get(n) {
-                        Some(PairRead::Failed(why)) => Some(why.clone()),
-                        _ => None,
-                    });
-                    let ends: Vec<Interface> = nsids
-                        .iter()
-                        .filter_map(|n| pairs.get(n).and_then(|r| host_end(r, *n)))
-                        .map(interface_of)
-                        .collect();
-                    match (failed, ends.is_empty()) {
-                        (Some(reason), _) => Net::Unreadable { reason },
-                        (None, true) => Net::NoHostInterface,
-                        (None, false) => Net::Interfaces { interfaces: ends },
-                    }
-                }
+                NetnsProbe::Own { nsids } => match nsids.first().map(|n| pairs.get(n)) {
+                    // Its sandbox's namespace has no id in the node's.
+                    None => Net::NoHostInterface,
+                    Some(None) => Net::Unreadable { reason: "its network namespace was not read".into() },
+                    Some(Some(PairRead::Failed(why))) => Net::Unreadable { reason: why.clone() },
+                    Some(Some(PairRead::NoPodInterface)) => Net::NoHostInterface,
+                    Some(Some(PairRead::Pair(host))) => Net::Interfaces { interfaces: vec![interface_of(host)] },
+                },
             };
             PodNet { pod_uid: p.pod_uid, namespace: None, name: None, cgroup: p.cgroup, started: p.started, net }
         })
@@ -125,6 +178,8 @@ mod tests {
             peer_ifindex: Some(host),
             netkit_primary: (driver == "netkit").then_some(false),
             xdp_prog_id: None,
+            xdp_mode: None,
+            master: None,
         }
     }
 
@@ -139,11 +194,13 @@ mod tests {
             peer_ifindex: Some(2),
             netkit_primary: (driver == "netkit").then_some(true),
             xdp_prog_id: None,
+            xdp_mode: None,
+            master: None,
         }
     }
 
-    fn read(pod_end: Link, host_end: Option<Link>) -> PairRead {
-        PairRead::Read { pod_end, node_id_in_pod: Some(0), host_end }
+    fn side(eth0: Option<Link>, into_node: usize) -> PodSide {
+        PodSide { eth0, node_id: Some(0), into_node }
     }
 
     fn pod(uid: &str, netns: NetnsProbe) -> PodProbe {
@@ -158,12 +215,19 @@ mod tests {
         p.interfaces().iter().map(|i| i.name.as_str()).collect()
     }
 
+    fn failed(r: &PairRead) -> &str {
+        match r {
+            PairRead::Failed(why) => why,
+            other => panic!("not a failed read: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_pod_gets_the_host_end_of_its_eth0_pair() {
         let pairs = HashMap::from([
-            (4, read(eth0("veth", 5), Some(host(5, "lxc0123", "veth", 4)))),
-            (6, read(eth0("netkit", 7), Some(host(7, "lxc4567", "netkit", 6)))),
-            (8, PairRead::NoPodInterface),
+            (4, pair_of(&side(Some(eth0("veth", 5)), 0), Some(host(5, "lxc0123", "veth", 4)), 4)),
+            (6, pair_of(&side(Some(eth0("netkit", 7)), 0), Some(host(7, "lxc4567", "netkit", 6)), 6)),
+            (8, pair_of(&side(None, 0), None, 8)),
         ]);
         let pods = pods_on_pairs(
             vec![
@@ -180,8 +244,12 @@ mod tests {
         assert_eq!(names(&pods[1]), ["lxc4567"]);
         assert_eq!(pods[2].net, Net::HostNetwork);
         assert_eq!(pods[3].net, Net::NoHostInterface, "no id here: nothing of the host leads there");
-        assert_eq!(pods[4].net, Net::NoHostInterface, "no eth0: ipvlan, macvlan, or no network");
+        assert_eq!(pods[4].net, Net::NoHostInterface, "no eth0 and nothing into the node: no network");
         assert_eq!(pods[5].net, Net::NoProcess);
+        // An ipvlan or macvlan eth0 (its parent in the node) and nothing else.
+        let mut ipvlan = eth0("ipvlan", 3);
+        ipvlan.peer_ifindex = None;
+        assert_eq!(pair_of(&side(Some(ipvlan), 0), None, 4), PairRead::NoPodInterface);
     }
 
     /// Issue 47, H1: a pod's own pair, one end moved into the node's
@@ -191,13 +259,14 @@ mod tests {
     fn a_pair_a_pod_moved_into_the_nodes_namespace_is_not_its_interface() {
         // eth0's other end is 5; the pod's own pair ends at 9 in the node.
         let moved = host(9, "cali-fake", "veth", 4);
-        assert_eq!(host_end(&read(eth0("veth", 5), Some(moved)), 4), None, "eth0 does not name it");
+        assert!(matches!(pair_of(&side(Some(eth0("veth", 5)), 0), Some(moved), 4), PairRead::Failed(_)));
         // The host end that eth0 names, which names another namespace back.
-        assert_eq!(host_end(&read(eth0("veth", 5), Some(host(5, "lxc", "veth", 3))), 4), None);
+        let r = pair_of(&side(Some(eth0("veth", 5)), 0), Some(host(5, "lxc", "veth", 3)), 4);
+        assert!(failed(&r).contains("does not name it back"), "{r:?}");
         // ... or another index there.
         let mut other = host(5, "lxc", "veth", 4);
         other.peer_ifindex = Some(3);
-        assert_eq!(host_end(&read(eth0("veth", 5), Some(other)), 4), None);
+        assert!(matches!(pair_of(&side(Some(eth0("veth", 5)), 0), Some(other), 4), PairRead::Failed(_)));
     }
 
     /// An `eth0` that is a pair into another pod's namespace, not the
@@ -207,30 +276,59 @@ mod tests {
     fn an_eth0_whose_other_end_is_not_in_the_nodes_namespace_leads_nowhere() {
         let mut into_other = eth0("veth", 5);
         into_other.peer_nsid = Some(7);
-        assert_eq!(host_end(&read(into_other, Some(host(5, "lxc", "veth", 4))), 4), None);
+        assert_eq!(pair_of(&side(Some(into_other), 0), Some(host(5, "lxc", "veth", 4)), 4), PairRead::NoPodInterface);
         // A netkit pair read from its primary's side in the pod.
         let mut primary = eth0("netkit", 5);
         primary.netkit_primary = Some(true);
+        assert_eq!(pair_of(&side(Some(primary), 0), Some(host(5, "nk", "netkit", 4)), 4), PairRead::NoPodInterface);
         let mut peer = host(5, "nk", "netkit", 4);
         peer.netkit_primary = Some(false);
-        assert_eq!(host_end(&read(primary, Some(peer)), 4), None, "the node's end must be the primary");
+        assert!(matches!(pair_of(&side(Some(eth0("netkit", 5)), 0), Some(peer), 4), PairRead::Failed(_)));
         // The node's namespace has no id in the pod's: nothing leads there.
-        let r =
-            PairRead::Read { pod_end: eth0("veth", 5), node_id_in_pod: None, host_end: Some(host(5, "l", "veth", 4)) };
-        assert_eq!(host_end(&r, 4), None);
+        let none = PodSide { eth0: Some(eth0("veth", 5)), node_id: None, into_node: 0 };
+        assert_eq!(pair_of(&none, Some(host(5, "l", "veth", 4)), 4), PairRead::NoPodInterface);
     }
 
-    /// Issue 47, M1: a pod's namespace its sandbox's process is in that
-    /// could not be read leaves the pod unread (a warning, never a verdict);
-    /// one of a container's own is only left out.
+    /// Issue 47 red team, F1: the pod renames its `eth0` (traffic still
+    /// leaves through it) and makes another `eth0` that is no pair into the
+    /// node: a bridge, a macvlan. It is not read as a pod without an
+    /// interface: the renamed pair still leads into the node.
+    #[test]
+    fn a_decoy_eth0_beside_a_renamed_pair_is_unreadable_not_silent() {
+        let mut bridge = eth0("bridge", 0);
+        bridge.peer_nsid = None;
+        bridge.peer_ifindex = None;
+        let r = pair_of(&side(Some(bridge), 1), None, 4);
+        assert!(failed(&r).contains("its eth0 is a bridge, not a pair into the node's network namespace"), "{r:?}");
+        // No eth0 at all (renamed, or an altname answered for it).
+        let r = pair_of(&side(None, 2), None, 4);
+        assert!(failed(&r).contains("it has no eth0 but 2 interface(s)"), "{r:?}");
+        // A veth eth0 whose other end is in another pod's namespace.
+        let mut elsewhere = eth0("veth", 5);
+        elsewhere.peer_nsid = Some(9);
+        assert!(matches!(pair_of(&side(Some(elsewhere), 1), None, 4), PairRead::Failed(_)));
+    }
+
+    /// Issue 47 red team, F2: a second namespace of the pod (a container's
+    /// own) with a pair into the node carrying anything says nothing: the
+    /// sandbox's is judged.
+    #[test]
+    fn only_the_sandboxs_namespace_is_judged() {
+        let pairs = HashMap::from([
+            (4, PairRead::NoPodInterface),
+            (5, pair_of(&side(Some(eth0("veth", 5)), 0), Some(host(5, "forged", "veth", 5)), 5)),
+        ]);
+        let pods = pods_on_pairs(vec![pod("a", own(&[4, 5]))], &pairs);
+        assert_eq!(pods[0].net, Net::NoHostInterface);
+    }
+
+    /// Issue 47, M1: a pod's sandbox namespace that could not be read
+    /// leaves the pod unread (a warning, never a verdict).
     #[test]
     fn a_pod_whose_sandbox_namespace_could_not_be_read_is_unread() {
-        let pairs = HashMap::from([
-            (4, PairRead::Failed("RTM_GETLINK: timed out".into())),
-            (5, read(eth0("veth", 5), Some(host(5, "lxc", "veth", 5)))),
-        ]);
-        let pods = pods_on_pairs(vec![pod("a", own(&[4, 5])), pod("b", own(&[5, 4]))], &pairs);
+        let pairs = HashMap::from([(4, PairRead::Failed("RTM_GETLINK: timed out".into()))]);
+        let pods = pods_on_pairs(vec![pod("a", own(&[4])), pod("b", own(&[6]))], &pairs);
         assert_eq!(pods[0].net, Net::Unreadable { reason: "RTM_GETLINK: timed out".into() });
-        assert_eq!(names(&pods[1]), ["lxc"]);
+        assert_eq!(pods[1].net, Net::Unreadable { reason: "its network namespace was not read".into() });
     }
 }

@@ -23,6 +23,7 @@
 
 pub mod cls_bpf;
 pub mod config;
+pub mod devices;
 pub mod map;
 pub mod namespaces;
 pub mod netlink;
@@ -34,11 +35,12 @@ use std::path::Path;
 
 use crate::bpf::sys;
 use crate::features::{self, Feature, Verdict};
+use crate::snapshot::devices::HostDevices;
 use crate::snapshot::net::{AgentStart, IfHook, Interface, PodNet, PodNetworks, ProgramOn, Via};
-use crate::snapshot::{AgentProcess, PodCgroup};
+use crate::snapshot::{AgentProcess, OwnerMap, OwnerPin, PodCgroup, ScanError};
 use map::PodProbe;
 use namespaces::{PodNamespaces, ProcessNs};
-use netlink::{Direction, HostNet, Link};
+use netlink::{Direction, HostNet};
 
 /// The longest the interfaces of one read are read for: past it, those
 /// left say so (`Interface::errors`) rather than hold the pass (each
@@ -46,29 +48,69 @@ use netlink::{Direction, HostNet, Link};
 /// pods).
 const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Reads every pod's network. `root` is the audited cgroup root (the pods'
-/// cgroups are read through it), `proc` the node's `/proc`, `cni_conf` the
-/// node's CNI configuration directory (inside PID 1's root).
+/// What was read of the node's network: the pods', its own devices', and
+/// what the owners pinned, which proves whose the programs on them are
+/// (read with them, so that a link pinned a moment ago is not missing).
+#[derive(Debug, Clone, Default)]
+pub struct Networks {
+    pub pods: PodNetworks,
+    pub devices: HostDevices,
+    pub pins: Pins,
+}
+
+impl Networks {
+    /// Nothing could be read: the pods' networks fail only when there are
+    /// pods to read.
+    fn failed(error: String, read_at: u64, pods: bool, pins: Pins) -> Networks {
+        Networks {
+            pods: if pods {
+                PodNetworks::failed(error.clone(), read_at)
+            } else {
+                PodNetworks { read_at, ..Default::default() }
+            },
+            devices: HostDevices { error: Some(error), ..Default::default() },
+            pins,
+        }
+    }
+}
+
+/// What the owners pinned in PID 1's bpffs (`scan::owner_pins`).
+#[derive(Debug, Clone, Default)]
+pub struct Pins {
+    pub pins: Vec<OwnerPin>,
+    pub maps: Vec<OwnerMap>,
+    /// What could not be read there.
+    pub errors: Vec<ScanError>,
+}
+
+/// Reads what the owners pinned, every pod's network and the node's own
+/// devices. `root` is the audited cgroup root (the pods' cgroups are read
+/// through it), `proc` the node's `/proc`, `cni_conf` the node's CNI
+/// configuration directory (inside PID 1's root), `budget` the deadline of
+/// the pass's untrusted reads.
 pub fn read(
     pods: &[PodCgroup],
     agents: &[AgentProcess],
     root: BorrowedFd<'_>,
     proc: &Path,
     cni_conf: &Path,
-) -> PodNetworks {
+    budget: &super::deadline::Budget,
+) -> Networks {
     let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    // No pods, nothing to read (nor any reason to say it could not be).
-    if pods.is_empty() {
-        return PodNetworks { read_at, ..Default::default() };
-    }
+    let mut pins = Pins::default();
+    (pins.pins, pins.maps) = super::owner_pins::owner_pins(proc, budget, &mut pins.errors);
     let host_path = proc.join("1/ns/net");
     let host = match std::fs::File::open(&host_path) {
         Ok(f) => OwnedFd::from(f),
-        Err(e) => return PodNetworks::failed(format!("open {}: {e}", host_path.display()), read_at),
+        Err(e) => {
+            return Networks::failed(format!("open {}: {e}", host_path.display()), read_at, !pods.is_empty(), pins);
+        }
     };
     let host_ino = match nix::sys::stat::fstat(host.as_fd()) {
         Ok(st) => st.st_ino,
-        Err(e) => return PodNetworks::failed(format!("fstat {}: {e}", host_path.display()), read_at),
+        Err(e) => {
+            return Networks::failed(format!("fstat {}: {e}", host_path.display()), read_at, !pods.is_empty(), pins);
+        }
     };
     let boot = boot_time(proc);
     let configured = config::read(agents, proc, cni_conf);
@@ -93,7 +135,7 @@ pub fn read(
     // network namespace (and, for a moment each, in each pod's).
     let here = std::fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino()).ok();
     let joined = std::thread::scope(|s| {
-        s.spawn(|| -> Result<Vec<PodNet>, String> {
+        s.spawn(|| -> Result<(Vec<PodNet>, HostDevices), String> {
             let into_node = || {
                 nix::sched::setns(host.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
                     .map_err(|e| format!("setns into {}: {e}", host_path.display()))
@@ -129,7 +171,7 @@ pub fn read(
                     let pod_side = pod_side(fd.as_fd(), host.as_fd());
                     // Back in the node's namespace whatever the pod's gave.
                     into_node()?;
-                    pair(&mut node, pod_side)
+                    pair(&mut node, pod_side, id)
                 };
                 pairs.insert(id, read);
             }
@@ -150,7 +192,7 @@ pub fn read(
             let xdp: HashMap<u32, Option<u32>> = pairs
                 .values()
                 .filter_map(|r| match r {
-                    map::PairRead::Read { host_end: Some(h), .. } => Some((h.ifindex, h.xdp_prog_id)),
+                    map::PairRead::Pair(h) => Some((h.ifindex, h.xdp_prog_id)),
                     _ => None,
                 })
                 .collect();
@@ -161,79 +203,70 @@ pub fn read(
                 }
                 read_programs(&mut node, i, xdp.get(&i.ifindex).copied().flatten());
             }
-            Ok(pods)
+            // The node's own devices, the pods' host ends left to their
+            // section; with a budget of their own.
+            let skip: std::collections::HashSet<u32> =
+                pods.iter().flat_map(PodNet::interfaces).map(|i| i.ifindex).collect();
+            let devices = devices::read(&mut node, &skip, READ_BUDGET);
+            Ok((pods, devices))
         })
         .join()
     });
     match joined {
-        Ok(Ok(pods)) => PodNetworks { error: None, read_at, agents, configured, pods, ..Default::default() },
-        Ok(Err(e)) => PodNetworks::failed(e, read_at),
-        Err(_) => PodNetworks::failed("the interface reader panicked".into(), read_at),
+        Ok(Ok((pods, devices))) => Networks {
+            pods: PodNetworks { error: None, read_at, agents, configured, pods, ..Default::default() },
+            devices,
+            pins,
+        },
+        Ok(Err(e)) => Networks::failed(e, read_at, !pods.is_empty(), pins),
+        Err(_) => Networks::failed("the interface reader panicked".into(), read_at, !pods.is_empty(), pins),
     }
 }
 
 /// What a pod's namespace (`pod_ns`) says of its side of the CNI's pair:
-/// its `eth0`, and the id the node's namespace (`node_ns`) has there. The
-/// calling thread joins the pod's namespace to make a socket there (a
-/// socket is its maker's namespace's for life) and stays in it: the caller
-/// goes back. Without `eth0`, the pairs that lead into the node's
-/// namespace are counted (a pod that renamed its `eth0` is not judged, and
-/// says so).
-fn pod_side(pod_ns: BorrowedFd<'_>, node_ns: BorrowedFd<'_>) -> Result<PodSide, String> {
+/// its `eth0`, the id the node's namespace (`node_ns`) has there, and,
+/// when `eth0` is no pair into the node, how many of its other interfaces
+/// lead there. The calling thread joins the pod's namespace to make a
+/// socket there (a socket is its maker's namespace's for life) and stays
+/// in it: the caller goes back.
+fn pod_side(pod_ns: BorrowedFd<'_>, node_ns: BorrowedFd<'_>) -> Result<map::PodSide, String> {
     nix::sched::setns(pod_ns, nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("setns into the pod's network namespace: {e}"))?;
     let mut pod = HostNet::here().map_err(|e| e.to_string())?;
     // First: the answer fills in the other end's namespace id, which the
-    // kernel assigns there if it had none; the lookup then finds it.
-    let eth0 = pod.link_named(map::POD_IFNAME).map_err(|e| e.to_string())?;
+    // kernel assigns there if it had none; the lookup then finds it. An
+    // altname answers for the name too: only a link called `eth0` is it.
+    let eth0 = pod.link_named(map::POD_IFNAME).map_err(|e| e.to_string())?.filter(|l| l.name == map::POD_IFNAME);
     let node_id = pod.nsid(node_ns).map_err(|e| e.to_string())?;
-    let into_node = match (&eth0, node_id) {
-        (None, Some(node)) => {
-            let (links, _) = pod.links(POD_LINKS_MAX).map_err(|e| e.to_string())?;
-            links.iter().filter(|l| l.peer_nsid == Some(node)).count()
-        }
-        _ => 0,
-    };
-    Ok(PodSide { eth0, node_id, into_node })
+    let mut side = map::PodSide { eth0, node_id, into_node: 0 };
+    if let (false, Some(node)) = (side.pairs_into_node(), node_id) {
+        let (links, _) = pod.links(POD_LINKS_MAX).map_err(|e| e.to_string())?;
+        let eth0 = side.eth0.as_ref().map(|l| l.ifindex);
+        side.into_node = links.iter().filter(|l| l.peer_nsid == Some(node) && Some(l.ifindex) != eth0).count();
+    }
+    Ok(side)
 }
 
-/// The most links of a pod's own namespace read, when it has no `eth0`.
-const POD_LINKS_MAX: usize = 1024;
-
-/// A pod's side of the CNI's pair.
-struct PodSide {
-    eth0: Option<Link>,
-    /// The id the node's namespace has in the pod's.
-    node_id: Option<i32>,
-    /// Without `eth0`: how many of its interfaces lead into the node's
-    /// namespace.
-    into_node: usize,
-}
+/// The most links of a pod's own namespace read, when its `eth0` is no
+/// pair into the node: past it, the pod is unreadable.
+const POD_LINKS_MAX: usize = 64;
 
 /// The pair a pod's side names, its host end read from the node's side
-/// (`node`: a socket in the node's namespace).
-fn pair(node: &mut HostNet, side: Result<PodSide, String>) -> map::PairRead {
+/// (`node`: a socket in the node's namespace; `pod_nsid`: the pod's
+/// namespace's id there).
+fn pair(node: &mut HostNet, side: Result<map::PodSide, String>, pod_nsid: i32) -> map::PairRead {
     let side = match side {
         Ok(s) => s,
         Err(why) => return map::PairRead::Failed(why),
     };
-    let Some(eth0) = side.eth0 else {
-        return match side.into_node {
-            0 => map::PairRead::NoPodInterface,
-            n => map::PairRead::Failed(format!(
-                "it has no {} but {n} interface(s) leading into the node's network namespace (renamed?): not judged",
-                map::POD_IFNAME
-            )),
-        };
-    };
-    let host_end = match (eth0.peer_ifindex, eth0.peer_nsid) {
-        (Some(index), Some(ns)) if Some(ns) == side.node_id => match node.link_at(index) {
+    let host = match side.eth0.as_ref().filter(|_| side.pairs_into_node()).and_then(|l| l.peer_ifindex) {
+        Some(index) => match node.link_at(index) {
             Ok(l) => l,
             Err(e) => return map::PairRead::Failed(e.to_string()),
         },
-        _ => None,
+        None => None,
     };
-    map::PairRead::Read { pod_end: eth0, node_id_in_pod: side.node_id, host_end }
+    map::pair_of(&side, host, pod_nsid)
 }
 
 /// What a pod's processes say of their network namespaces: those of each
@@ -317,17 +350,11 @@ fn read_programs(net: &mut HostNet, i: &mut Interface, xdp_prog_id: Option<u32>)
     for (dir, hook) in [(Direction::Ingress, IfHook::TcIngress), (Direction::Egress, IfHook::TcEgress)] {
         match net.filters(i.ifindex, dir) {
             Ok(filters) => i.programs.extend(filters.into_iter().filter_map(|f| match f {
-                cls_bpf::Filter::Bpf(f) => Some(ProgramOn {
+                cls_bpf::Filter::Bpf(f) => Some(ProgramOn::new(
                     hook,
-                    prog_id: f.prog_id,
-                    prog_name: String::new(),
-                    via: Via::Filter {
-                        prio: f.prio,
-                        handle: f.handle,
-                        filter_name: f.name,
-                        direct_action: f.direct_action,
-                    },
-                }),
+                    f.prog_id,
+                    Via::Filter { prio: f.prio, handle: f.handle, filter_name: f.name, direct_action: f.direct_action },
+                )),
                 _ => None,
             })),
             Err(e) => i.errors.push(format!("{}: {e}", hook.as_str())),
@@ -350,11 +377,8 @@ fn read_programs(net: &mut HostNet, i: &mut Interface, xdp_prog_id: Option<u32>)
         match sys::ifindex_query(i.ifindex, attach as u32) {
             Ok(q) => {
                 features::record(feature, Verdict::yes());
-                i.programs.extend(q.prog_ids.iter().zip(&q.link_ids).map(|(&prog_id, &link_id)| ProgramOn {
-                    hook,
-                    prog_id,
-                    prog_name: String::new(),
-                    via: if link_id == 0 { Via::Attached } else { Via::Link { link_id } },
+                i.programs.extend(q.prog_ids.iter().zip(&q.link_ids).map(|(&prog_id, &link_id)| {
+                    ProgramOn::new(hook, prog_id, if link_id == 0 { Via::Attached } else { Via::Link { link_id } })
                 }));
             }
             // The first tcx kernels said so of a hook never used.
@@ -365,6 +389,12 @@ fn read_programs(net: &mut HostNet, i: &mut Interface, xdp_prog_id: Option<u32>)
         }
     }
     if let Some(id) = xdp_prog_id {
-        i.programs.push(ProgramOn { hook: IfHook::Xdp, prog_id: id, prog_name: String::new(), via: Via::Attached });
+        i.programs.push(ProgramOn::new(IfHook::Xdp, id, Via::Attached));
+    }
+    // The maps each uses: what ties it to its owner's pinned maps.
+    for p in &mut i.programs {
+        if let Ok(fd) = sys::prog_fd_by_id(p.prog_id) {
+            p.map_ids = sys::prog_map_ids(fd.as_fd()).unwrap_or_default();
+        }
     }
 }

@@ -12,9 +12,10 @@
 //! - A namespace is the pod's whose process in it is the oldest (`assign`):
 //!   a process put into another pod's namespace does not make that pod's
 //!   interface its own.
-//! - A namespace whose process left before its id was looked up is left
-//!   out; only the pod's oldest one failing makes it unreadable
-//!   (`resolve`).
+//! - Only the pod's sandbox namespace (its oldest, of those it was given)
+//!   is looked up and judged: one a container made says nothing of the
+//!   pod's traffic, and a pod that makes many costs one lookup. It failing
+//!   makes the pod unreadable (`resolve`).
 
 use std::collections::BTreeMap;
 
@@ -134,8 +135,9 @@ pub fn of_pod(seen: &[ProcessNs], host_ino: u64, boot: Option<u64>, hz: u64) -> 
 
 /// Gives each namespace to one pod: the one whose process in it is the
 /// oldest (its sandbox's; pods never share one), ties to the first pod.
-/// Each pod keeps only the namespaces it was given; returns each
-/// namespace's oldest process, by inode, to look its id up through.
+/// Each pod keeps only the namespaces it was given; returns each pod's
+/// sandbox namespace (the oldest it was given) and its oldest process, by
+/// inode, to look its id up through.
 pub fn assign(pods: &mut [PodNamespaces]) -> BTreeMap<u64, u32> {
     let mut owners: BTreeMap<u64, (Oldest, usize)> = BTreeMap::new();
     for (n, p) in pods.iter().enumerate() {
@@ -147,18 +149,24 @@ pub fn assign(pods: &mut [PodNamespaces]) -> BTreeMap<u64, u32> {
     for (n, p) in pods.iter_mut().enumerate() {
         p.inos.retain(|(ino, _)| owners.get(ino).is_some_and(|(_, owner)| *owner == n));
     }
-    owners.into_iter().map(|(ino, ((_, pid), _))| (ino, pid)).collect()
+    // Only each pod's sandbox namespace (its oldest) is judged, so only
+    // those are looked up: a pod that makes many costs one lookup.
+    pods.iter()
+        .filter_map(|p| p.inos.iter().min_by_key(|(_, oldest)| *oldest))
+        .map(|(ino, (_, pid))| (*ino, *pid))
+        .collect()
 }
 
 /// A pod's namespaces once their ids were looked up (`nsids`: each
 /// namespace looked up, by inode, with the id it has in the node's, if
 /// any; a namespace missing from it could not be looked up): its oldest
-/// must have been, the others whose process left meanwhile are left out.
+/// must have been, and is the one it is judged by.
 pub fn resolve(p: &mut PodNamespaces, nsids: &BTreeMap<u64, Option<i32>>) {
     let NetnsProbe::Own { nsids: ids } = &mut p.probe else { return };
     p.inos.sort_by_key(|(_, oldest)| *oldest);
     match p.inos.first().map(|(ino, _)| nsids.contains_key(ino)) {
-        Some(true) => *ids = p.inos.iter().filter_map(|(i, _)| nsids.get(i).copied().flatten()).collect(),
+        // The sandbox's only: it is the one judged (`map::pods_on_pairs`).
+        Some(true) => *ids = p.inos.first().and_then(|(i, _)| nsids.get(i).copied().flatten()).into_iter().collect(),
         Some(false) => p.probe = NetnsProbe::Unreadable("its netns id could not be looked up".into()),
         None => p.probe = NetnsProbe::Unreadable("its processes are only in other pods' network namespaces".into()),
     }
@@ -224,6 +232,9 @@ mod tests {
         let mut pods = [a, b];
         let lookups = assign(&mut pods);
         assert_eq!(lookups, BTreeMap::from([(7000, 10), (7100, 20)]), "each through its oldest process");
+        // A pod with many namespaces: its sandbox's only is looked up.
+        let mut many = [of_pod(&[at(10, 7000, 5), at(11, 7001, 50), at(12, 7002, 60)], HOST, None, HZ)];
+        assert_eq!(assign(&mut many), BTreeMap::from([(7000, 10)]));
         assert_eq!(pods[0].inos, [(7000, (5, 10))]);
         assert_eq!(pods[1].inos, [(7100, (8, 20))]);
         // With only the borrowed namespace, B has none of its own.

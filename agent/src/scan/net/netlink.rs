@@ -19,7 +19,9 @@ use netlink_packet_core::{
     NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_packet_route::link::{InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp, XdpAttached,
+};
 use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
 use netlink_packet_route::tc::{TcHandle, TcMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
@@ -68,8 +70,11 @@ pub struct Link {
     /// netkit: whether this is the pair's primary (its programs are read
     /// through the primary only).
     pub netkit_primary: Option<bool>,
-    /// The XDP program attached, if any (`IFLA_XDP_PROG_ID`).
+    /// The XDP program attached, if any (`IFLA_XDP_PROG_ID`), and how.
     pub xdp_prog_id: Option<u32>,
+    pub xdp_mode: Option<crate::snapshot::devices::XdpMode>,
+    /// The device it is enslaved to (`IFLA_MASTER`: a bridge, a bond).
+    pub master: Option<u32>,
 }
 
 /// Where on an interface a tc filter sits: clsact's two hooks.
@@ -342,17 +347,27 @@ fn link(l: &LinkMessage) -> Link {
         peer_ifindex: None,
         netkit_primary: None,
         xdp_prog_id: None,
+        xdp_mode: None,
+        master: None,
     };
     for a in &l.attributes {
         match a {
             LinkAttribute::IfName(n) => out.name = n.clone(),
             LinkAttribute::LinkNetNsId(id) => out.peer_nsid = Some(*id),
             LinkAttribute::Link(index) => out.peer_ifindex = Some(*index),
+            LinkAttribute::Controller(index) => out.master = Some(*index),
             LinkAttribute::Xdp(x) => {
+                use crate::snapshot::devices::XdpMode;
                 out.xdp_prog_id = x.iter().find_map(|x| match x {
                     LinkXdp::ProgId(id) if *id != 0 => Some(*id),
                     _ => None,
-                })
+                });
+                out.xdp_mode = x.iter().find_map(|x| match x {
+                    LinkXdp::Attached(XdpAttached::Driver) => Some(XdpMode::Native),
+                    LinkXdp::Attached(XdpAttached::SocketBuffer) => Some(XdpMode::Generic),
+                    LinkXdp::Attached(XdpAttached::Hardware) => Some(XdpMode::Offload),
+                    _ => None,
+                });
             }
             LinkAttribute::LinkInfo(infos) => {
                 for i in infos {
@@ -386,7 +401,6 @@ fn driver(k: &InfoKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_route::link::XdpAttached;
 
     /// A message as the kernel sends it: serialized, then read back as the
     /// reader reads each message of a datagram.
@@ -453,6 +467,7 @@ mod tests {
         let xdp = |id| LinkAttribute::Xdp(vec![LinkXdp::Attached(XdpAttached::Driver), LinkXdp::ProgId(id)]);
         let l = on_the_wire(vec![LinkAttribute::IfName("eth0".into()), xdp(42)], 2).unwrap();
         assert_eq!((l.driver.as_str(), l.xdp_prog_id), ("", Some(42)));
+        assert_eq!(l.xdp_mode, Some(crate::snapshot::devices::XdpMode::Native), "driver mode is native");
         let l = on_the_wire(vec![LinkAttribute::IfName("eth0".into()), xdp(0)], 2).unwrap();
         assert_eq!(l.xdp_prog_id, None);
     }

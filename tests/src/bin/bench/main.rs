@@ -17,6 +17,9 @@
 //! (`cgaudit_worker_busy_seconds_total`). `--churn N --rounds R`: only the
 //! cost on an N-cgroup node, idle and under 5 starts/s, R times.
 //!
+//! devices: the audit on a node with 64 devices and 4 programs each,
+//! beside `bpftool net show` (see `devices.rs`).
+//!
 //! hostile: what an ordinary eBPF tenant costs the agent and the node
 //! (issue 36): see `hostile.rs`.
 //!
@@ -30,11 +33,13 @@ use integration_tests::*;
 
 mod audit;
 mod daemon;
+mod devices;
 mod hostile;
 mod tax;
 
 use audit::*;
 use daemon::*;
+use devices::*;
 use hostile::*;
 use tax::*;
 
@@ -87,7 +92,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let only = |what: &str| {
-        !args.iter().any(|a| a == "--audit" || a == "--daemon" || a == "--tax" || a == "--hostile")
+        !args.iter().any(|a| a == "--audit" || a == "--daemon" || a == "--tax" || a == "--hostile" || a == "--devices")
             || args.iter().any(|a| a == what)
     };
     // --probe N: build the N-cgroup tree and show where bpftool's time goes.
@@ -155,6 +160,10 @@ fn main() {
         deep_chain_bench(runs);
         println!();
         audit_bench("sparse (a device program per 100 containers)", sizes, 100, usize::MAX, runs);
+        println!();
+    }
+    if only("--devices") {
+        devices_bench(64, if quick { 3 } else { 7 });
         println!();
     }
     if only("--tax") {

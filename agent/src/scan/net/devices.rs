@@ -1,0 +1,142 @@
+//! The node's own devices, read: every device of the node's network
+//! namespace but the pods' host ends (the pods' section reads those), and
+//! on each the legacy tc filters (by priority), the tcx and netkit programs
+//! (in `BPF_PROG_QUERY`'s order, which is the order they run, and each
+//! hook's revision) and XDP (its mode). Run on the thread that joined the
+//! node's network namespace (`super::read`); nothing is created or changed.
+//!
+//! A pod with CAP_NET_ADMIN and no user namespace can make thousands of
+//! devices in the node's namespace: the dump is decoded as it arrives and
+//! `DEVICES_MAX` devices are kept, those of the lowest indexes (the node's
+//! own devices are made at boot, before any pod's); the rest are counted.
+
+use std::collections::HashSet;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use super::netlink::{Direction, HostNet, Link};
+use crate::bpf::sys;
+use crate::snapshot::devices::{DEVICES_MAX, Device, DeviceProgram, HookRevision, HostDevices, XdpMode};
+use crate::snapshot::net::{IfHook, Via};
+
+/// The most links of the node's dump decoded (past it the dump is not
+/// believed): far above any node's own.
+const DUMP_MAX: usize = 65_536;
+
+/// The node's devices but those in `skip` (the pods' host ends), read for
+/// `budget` at most.
+pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, budget: Duration) -> HostDevices {
+    let started = Instant::now();
+    let (links, undecodable) = match node.links(DUMP_MAX) {
+        Ok(l) => l,
+        Err(e) => return HostDevices { error: Some(e.to_string()), ..Default::default() },
+    };
+    let mut mine: Vec<&Link> = links.iter().filter(|l| !skip.contains(&l.ifindex)).collect();
+    mine.sort_by_key(|l| l.ifindex);
+    let not_read = mine.len().saturating_sub(DEVICES_MAX) as u64 + undecodable;
+    let mut devices = Vec::new();
+    for l in mine.into_iter().take(DEVICES_MAX) {
+        let mut d = Device {
+            ifindex: l.ifindex,
+            name: l.name.clone(),
+            driver: l.driver.clone(),
+            master: l.master,
+            programs: Vec::new(),
+            revisions: Vec::new(),
+            errors: Vec::new(),
+        };
+        if started.elapsed() > budget {
+            d.errors.push(format!("not read: the read's {}s were spent", budget.as_secs()));
+        } else {
+            read_device(node, &mut d, l);
+        }
+        devices.push(d);
+    }
+    HostDevices { error: None, not_read, devices }
+}
+
+/// Every hook of one device, each hook's programs in the order they run.
+fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
+    use aya_obj::generated::bpf_attach_type as at;
+    // tcx first: on one device it runs before the legacy tc filters (which
+    // run only when tcx passes the packet on).
+    let mut mprog = vec![(at::BPF_TCX_INGRESS, IfHook::TcxIngress), (at::BPF_TCX_EGRESS, IfHook::TcxEgress)];
+    if l.driver == "netkit" && l.netkit_primary != Some(false) {
+        mprog.push((at::BPF_NETKIT_PEER, IfHook::NetkitPeer));
+        mprog.push((at::BPF_NETKIT_PRIMARY, IfHook::NetkitPrimary));
+    }
+    for (attach, hook) in mprog {
+        match sys::ifindex_query(d.ifindex, attach as u32) {
+            Ok(q) => {
+                // A hook never attached to is at revision 1: only one that
+                // has changed, or holds programs, says something.
+                if q.revision > 1 || !q.prog_ids.is_empty() {
+                    d.revisions.push(HookRevision { hook, revision: q.revision });
+                }
+                for (n, (&prog_id, &link_id)) in q.prog_ids.iter().zip(&q.link_ids).enumerate() {
+                    let via = if link_id == 0 { Via::Attached } else { Via::Link { link_id } };
+                    d.programs.push(program(hook, n as u32, prog_id, via, None));
+                }
+            }
+            // No tcx here, or never used on the first tcx kernels.
+            Err(e) if matches!(e.errno(), Some(libc::EINVAL | libc::ENOENT)) => {}
+            Err(e) => d.errors.push(format!("{}: {e}", hook.as_str())),
+        }
+    }
+    for (dir, hook) in [(Direction::Ingress, IfHook::TcIngress), (Direction::Egress, IfHook::TcEgress)] {
+        match node.filters(d.ifindex, dir) {
+            Ok(filters) => {
+                let mut bpf: Vec<super::cls_bpf::BpfFilter> = filters
+                    .into_iter()
+                    .filter_map(|f| match f {
+                        super::cls_bpf::Filter::Bpf(b) => Some(b),
+                        _ => None,
+                    })
+                    .collect();
+                // By priority, then handle: the order the kernel runs them.
+                bpf.sort_by_key(|f| (f.prio, f.handle));
+                for (n, f) in bpf.into_iter().enumerate() {
+                    let via = Via::Filter {
+                        prio: f.prio,
+                        handle: f.handle,
+                        filter_name: f.name,
+                        direct_action: f.direct_action,
+                    };
+                    d.programs.push(program(hook, n as u32, f.prog_id, via, None));
+                }
+            }
+            Err(e) => d.errors.push(format!("{}: {e}", hook.as_str())),
+        }
+    }
+    // With the legacy `ingress` qdisc (not clsact) the egress dump answers
+    // the ingress filters again: one program, one hook.
+    let ingress: Vec<(u32, Via)> =
+        d.programs.iter().filter(|p| p.hook == IfHook::TcIngress).map(|p| (p.prog_id, p.via.clone())).collect();
+    d.programs.retain(|p| p.hook != IfHook::TcEgress || !ingress.contains(&(p.prog_id, p.via.clone())));
+    if let Some(id) = l.xdp_prog_id {
+        d.programs.push(program(IfHook::Xdp, 0, id, Via::Attached, l.xdp_mode));
+    }
+    // What each program uses (its maps prove whose it is) and how often it
+    // ran, when the kernel counts.
+    for p in &mut d.programs {
+        if let Ok(fd) = sys::prog_fd_by_id(p.prog_id) {
+            p.map_ids = sys::prog_map_ids(fd.as_fd()).unwrap_or_default();
+            p.run_cnt = sys::prog_info(fd.as_fd()).ok().map(|i| i.run_cnt).filter(|_| crate::bpf::stats_enabled());
+        }
+    }
+}
+
+fn program(hook: IfHook, position: u32, prog_id: u32, via: Via, xdp_mode: Option<XdpMode>) -> DeviceProgram {
+    DeviceProgram {
+        hook,
+        position,
+        prog_id,
+        prog_name: String::new(),
+        via,
+        xdp_mode,
+        map_ids: Vec::new(),
+        owner: None,
+        proof: None,
+        run_cnt: None,
+    }
+}
