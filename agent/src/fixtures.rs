@@ -41,6 +41,7 @@ pub fn node() -> Snapshot {
         pins: Vec::new(),
         owner_maps: Vec::new(),
         pins_unread: None,
+        hidden_bpffs: Vec::new(),
         devices: Default::default(),
         v1_net_controllers: Vec::new(),
         socket_matching: None,

@@ -143,9 +143,56 @@ pub fn shadowing<'a>(mounts: &'a [Mount], m: &Mount) -> Option<&'a Mount> {
         .rfind(|y| m.mount_point.starts_with(&y.mount_point))
 }
 
+/// A bpffs mount of PID 1's namespace hidden by a later one over its path
+/// (`mount -a` with a bpffs line in fstab while the CNI runs: cilium#47847):
+/// the pins in it are out of every reader's reach, the owner's agent's
+/// included, which then attaches again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HiddenBpffs {
+    /// Where it is mounted, and its mount id.
+    pub mount_point: String,
+    pub mount_id: i32,
+    /// The mount that hides it: its id, where and what.
+    pub hidden_by: i32,
+    pub hidden_by_point: String,
+    pub hidden_by_fs: String,
+}
+
+/// Every bpffs of `mounts` that another mount hides (`shadowing`).
+pub fn hidden_bpffs(mounts: &[Mount]) -> Vec<HiddenBpffs> {
+    mounts
+        .iter()
+        .filter(|m| m.fs_type == "bpf")
+        .filter_map(|m| {
+            let top = shadowing(mounts, m)?;
+            Some(HiddenBpffs {
+                mount_point: m.mount_point.display().to_string(),
+                mount_id: m.mount_id,
+                hidden_by: top.mount_id,
+                hidden_by_point: top.mount_point.display().to_string(),
+                hidden_by_fs: top.fs_type.clone(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cilium#47847: a second bpffs over /sys/fs/bpf hides the first; one
+    /// bpffs alone, or one at another path, hides nothing.
+    #[test]
+    fn a_second_bpffs_over_the_first_hides_it() {
+        let sys = line(20, 1, "/", "/sys", "sysfs");
+        let first = line(30, 20, "/", "/sys/fs/bpf", "bpf");
+        let second = line(40, 30, "/", "/sys/fs/bpf", "bpf");
+        let other = line(50, 1, "/", "/run/cilium/bpffs", "bpf");
+        assert!(hidden_bpffs(&[sys.clone(), first.clone(), other.clone()]).is_empty());
+        let hidden = hidden_bpffs(&[sys, first, other, second]);
+        let [h] = &hidden[..] else { panic!("{hidden:?}") };
+        assert_eq!((h.mount_id, h.hidden_by, h.hidden_by_point.as_str()), (30, 40, "/sys/fs/bpf"));
+    }
 
     fn line(id: i32, parent: i32, root: &str, mp: &str, fs: &str) -> Mount {
         Mount {

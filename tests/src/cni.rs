@@ -118,8 +118,16 @@ impl CiliumAgent {
 
 impl Drop for CiliumAgent {
     fn drop(&mut self) {
+        // The agent itself (nsenter's child, in a node's PID namespace),
+        // then what started it; gone before the next test looks.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid as i32), nix::sys::signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let gone = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+        };
+        crate::wait_until(std::time::Duration::from_secs(5), || gone(self.pid));
     }
 }
 

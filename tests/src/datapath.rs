@@ -272,7 +272,8 @@ pub fn link_netnsid(ifname: &str) -> std::io::Result<i32> {
 /// 10.99.N.2/24, both up. The pair goes with the pod's namespace when its
 /// process is killed (on drop: its namespace goes with its last process).
 /// Or (`netkit`) a netkit pair as Cilium makes one in its netkit mode: the
-/// primary in this namespace, the peer `eth0` in the pod's, layer 3.
+/// primary in this namespace, the peer `eth0` in the pod's, layer 3, the
+/// peer's traffic dropped while no program is there (blackhole).
 pub struct VethPod {
     _process: NetnsProcess,
     /// The host-side interface.
@@ -323,7 +324,7 @@ impl VethPod {
         use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
         use netlink_packet_route::RouteNetlinkMessage as M;
         use netlink_packet_route::link::{
-            InfoData, InfoKind, InfoNetkit, InfoVeth, LinkAttribute, LinkInfo, LinkMessage, NetkitMode,
+            InfoData, InfoKind, InfoNetkit, InfoVeth, LinkAttribute, LinkInfo, LinkMessage, NetkitMode, NetkitPolicy,
         };
         let process = Self::process_in_own_netns(cgroup);
         let pid = process.0.id();
@@ -340,7 +341,14 @@ impl VethPod {
         link.attributes.push(LinkAttribute::LinkInfo(if netkit {
             vec![
                 LinkInfo::Kind(InfoKind::Netkit),
-                LinkInfo::Data(InfoData::Netkit(vec![InfoNetkit::Mode(NetkitMode::L3), InfoNetkit::Peer(peer)])),
+                // As Cilium's connector makes them: the peer's traffic is
+                // dropped while no program is there (`PeerPolicy: BLACKHOLE`).
+                LinkInfo::Data(InfoData::Netkit(vec![
+                    InfoNetkit::Mode(NetkitMode::L3),
+                    InfoNetkit::Policy(NetkitPolicy::Pass),
+                    InfoNetkit::PeerPolicy(NetkitPolicy::Drop),
+                    InfoNetkit::Peer(peer),
+                ])),
             ]
         } else {
             vec![LinkInfo::Kind(InfoKind::Veth), LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer)))]

@@ -419,11 +419,12 @@ async fn accept(
         let ip = local.key(peer.ip().to_canonical());
         let metrics = &probes.app.shared.metrics;
         let Some(slot) = slots.take(ip, (MAX_CONNECTIONS, MAX_PER_PEER), MAX_PER_PREFIX, RESERVED) else {
-            // A lane place is given back when its connection ends. No share
-            // per prefix here: two addresses in Prometheus's /24 must not
-            // refuse its scrapes (issue 47 red team, F10); the lane's places
-            // are short and bounded per address.
-            match probes.lane.take(ip, (LANE, LANE_PER_PEER), LANE, 0) {
+            // A lane place is given back when its connection ends. Half the
+            // lane per prefix: two addresses in Prometheus's /24 must not
+            // refuse its scrapes (issue 47 red team, F10), nor one /24 take
+            // it all (N14); the lane's places are short and bounded per
+            // address.
+            match probes.lane.take(ip, (LANE, LANE_PER_PEER), LANE / 2, 0) {
                 Some(place) => {
                     metrics.connection(Connection::Lane);
                     let app = probes.app.clone();
@@ -676,11 +677,18 @@ mod tests {
         let mut held = Vec::new();
         for i in [1u8, 2] {
             for _ in 0..LANE_PER_PEER {
-                held.extend(lane.take(v4([10, 0, 9, i]), (LANE, LANE_PER_PEER), LANE, 0));
+                held.extend(lane.take(v4([10, 0, 9, i]), (LANE, LANE_PER_PEER), LANE / 2, 0));
             }
         }
         assert_eq!(held.len(), 2 * LANE_PER_PEER);
-        assert!(lane.take(v4([10, 0, 9, 3]), (LANE, LANE_PER_PEER), LANE, 0).is_some(), "Prometheus is refused");
+        assert!(lane.take(v4([10, 0, 9, 3]), (LANE, LANE_PER_PEER), LANE / 2, 0).is_some(), "Prometheus is refused");
+        // One /24 fills half the lane at most: another's scraper finds room.
+        for i in 3..=8u8 {
+            for _ in 0..LANE_PER_PEER {
+                held.extend(lane.take(v4([10, 0, 9, i]), (LANE, LANE_PER_PEER), LANE / 2, 0));
+            }
+        }
+        assert!(lane.take(v4([10, 0, 7, 1]), (LANE, LANE_PER_PEER), LANE / 2, 0).is_some(), "another /24 is refused");
         // The main places keep their share per prefix.
         let slots = Arc::new(Slots::default());
         let main: Vec<Slot> = (1..=4u8)

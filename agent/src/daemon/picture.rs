@@ -97,11 +97,14 @@ pub struct Picture {
     /// The most programs one cgroup holds on each hook read since the full
     /// pass (`metrics::hook_programs_max`), as readings moved it.
     hook_max: HashMap<AttachType, usize>,
+    /// When the node's devices were last read whole (unix seconds).
+    devices_read_at: Option<u64>,
 }
 
 impl Picture {
     /// The picture of a full pass (made with `ScanOptions::tree_max`).
     pub fn new(mut snap: Snapshot) -> Picture {
+        let devices_read_at = snap.devices.error.is_none().then_some(snap.pod_networks.read_at);
         let tree = snap.tree.take();
         let root_own = tree.as_ref().and_then(|t| t.get(t.root())).map(|n| own_level(&n.own)).unwrap_or_default();
         let above = Level::above(&root_own, &snap.root_effective);
@@ -114,6 +117,7 @@ impl Picture {
             tree_max: usize::MAX,
             releasing: HashMap::new(),
             hook_max: HashMap::new(),
+            devices_read_at,
         }
     }
 

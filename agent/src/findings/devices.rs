@@ -21,6 +21,7 @@ use crate::snapshot::net::{HookProof, IfHook, Via};
 
 pub(super) const DUPLICATE_EXPLANATION: &str = "an owner's program is on one device and direction more than once (two tcx links, two tc filters, or tc beside tcx): every copy runs, the older ones usually leftovers of an agent restart, and the node's traffic through that device is handled twice or dropped.";
 pub(super) const NEVER_RUNS_EXPLANATION: &str = "a program sits after an owner's terminal program on the same device and hook: the owner's program decides every packet and passes none on, so the one after it never runs.";
+pub(super) const SHADOWED_EXPLANATION: &str = "a bpffs is mounted over the node's bpffs: the pins in the hidden one are out of every reader's reach, the CNI agent's included, which then attaches its programs again beside the old ones.";
 pub(super) const LEFTOVER_EXPLANATION: &str = "an owner's programs are on the node's devices while its agent does not run and nothing on the node configures it any more: left by an uninstall that did not clean up, they keep deciding the node's traffic, often by dropping it.";
 
 /// The datapath of an owner, if it has one.
@@ -84,6 +85,10 @@ type Copy<'s> = (&'s DeviceProgram, Option<HookProof>);
 
 pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
+    // What would prove them could not be read: not judged (red team N11).
+    if snap.pins_unread.is_some() {
+        return;
+    }
     for d in &snap.devices.devices {
         // Each owner's program by name, per direction: the proven copies,
         // then those of the same name that nothing proves (a copy whose
@@ -169,7 +174,11 @@ pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 cmds = cmds.join(", "),
                 title = owner.title(),
             );
-            let severity = if runs { Severity::Critical } else { Severity::Warning };
+            // A copy nothing proves is critical only where a hidden bpffs
+            // explains it (cilium#47847); else it may be a hostNetwork
+            // pod's program named like the owner's (red team N10).
+            let explained = !unproven || !snap.hidden_bpffs.is_empty();
+            let severity = if runs && explained { Severity::Critical } else { Severity::Warning };
             let mut f = Finding::new(Kind::DeviceDuplicatePrograms, severity, message, remediation);
             f.owner = Some(owner);
             f.prog_id = Some(first_stale.prog_id);
@@ -187,6 +196,9 @@ pub(super) fn duplicates(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 pub(super) fn never_runs(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
+    if snap.pins_unread.is_some() {
+        return;
+    }
     for d in &snap.devices.devices {
         for dir in [0u8, 1] {
             let order = in_run_order(d, dir);
@@ -247,6 +259,9 @@ pub(super) fn never_runs(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 pub(super) fn leftovers(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
+    if snap.pins_unread.is_some() {
+        return;
+    }
     let configured: BTreeSet<Owner> = snap.pod_networks.configured.iter().map(|c| c.owner).collect();
     // Each owner's programs on the devices, while nothing runs or
     // configures it.
@@ -288,8 +303,9 @@ pub(super) fn leftovers(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             _ => "",
         };
         let remediation = format!(
-            "If {title} was uninstalled from this node, detach what it left ({cmds}){cleanup}; if it should run here, \
-             find why its agent does not.",
+            "First make sure {title} was uninstalled from this node, not restarting (its DaemonSet gone: \
+             `kubectl -n kube-system get ds`); its pins hold its live state. Then detach what it left ({cmds}){cleanup}. \
+             If it should run here, find why its agent does not instead.",
             title = owner.title(),
             cmds = cmds.join(", "),
         );
@@ -302,6 +318,80 @@ pub(super) fn leftovers(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 f.interfaces.push(device_ref(d));
             }
         }
+        out.push(f);
+    }
+}
+
+/// cilium#47847: a bpffs mounted over the node's (PID 1's mount namespace).
+/// Critical when programs named like an owner's that nothing visible
+/// proves are on the node's devices or the pods' interfaces: most likely
+/// pinned in the hidden bpffs, they run beside (or instead of) what the
+/// agent attached again.
+pub(super) fn shadowed(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    use crate::owner::registry::{Direction as D, datapath_of, device_program_of};
+    // Programs of the node's devices and the pods' interfaces named like
+    // an owner's that nothing proves.
+    let mut orphans: Vec<(Owner, String)> = Vec::new();
+    for d in &snap.devices.devices {
+        for p in d.programs.iter().filter(|p| p.owner.is_none()) {
+            let dir = match direction(p.hook) {
+                0 => D::Ingress,
+                1 => D::Egress,
+                _ => D::Xdp,
+            };
+            if let Some((dp, _)) = device_program_of(&p.prog_name, dir) {
+                orphans.push((dp.owner, format!("{} on {}", described(p), d.name)));
+            }
+        }
+    }
+    for i in snap.pod_networks.interfaces() {
+        for p in i.programs.iter().filter(|p| p.owner.is_none()) {
+            if let Some(dp) = datapath_of(&p.prog_name) {
+                orphans.push((dp.owner, format!("{} (prog {}) on {}", p.prog_name, p.prog_id, i.name)));
+            }
+        }
+    }
+    for h in &snap.hidden_bpffs {
+        let listed: Vec<&str> = orphans.iter().take(6).map(|(_, s)| s.as_str()).collect();
+        let found = if orphans.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " {} program{} named like a CNI's that nothing visible proves {} on the node's interfaces, most likely \
+                 pinned in the hidden one: {}{}.",
+                orphans.len(),
+                if orphans.len() == 1 { "" } else { "s" },
+                if orphans.len() == 1 { "is" } else { "are" },
+                listed.join("; "),
+                if orphans.len() > listed.len() {
+                    format!("; and {} more", orphans.len() - listed.len())
+                } else {
+                    String::new()
+                },
+            )
+        };
+        let message = format!(
+            "mount {by} ({fs} at {at}) hides the bpffs at {point} (mount {id}) in PID 1's mount namespace: the pins in \
+             it are out of every reader's reach, the CNI agents' own included. An agent that starts now finds none of \
+             its pins and attaches its programs again beside the old ones (cilium#47847).{found}",
+            by = h.hidden_by,
+            fs = h.hidden_by_fs,
+            at = h.hidden_by_point,
+            point = h.mount_point,
+            id = h.mount_id,
+        );
+        let remediation = format!(
+            "Unmount what hides it, once, on the node (`umount {at}`: the hidden bpffs and its pins come back), and \
+             remove the line of /etc/fstab that mounted it again (`mount -a`); then, where an agent attached again \
+             meanwhile, detach the copies device_duplicate_programs names.",
+            at = h.hidden_by_point,
+        );
+        let severity = if orphans.is_empty() { Severity::Warning } else { Severity::Critical };
+        let mut f = Finding::new(Kind::BpffsShadowed, severity, message, remediation);
+        f.owner = orphans.first().map(|(o, _)| *o);
+        f.mount_point = Some(h.mount_point.clone());
+        f.count = Some(orphans.len() as u64);
         out.push(f);
     }
 }
@@ -438,9 +528,23 @@ mod tests {
         pin_link(&mut s, "eth0", 2, 5, 10);
         let f = judged(&s);
         let [d] = &f[..] else { panic!("{f:#?}") };
-        assert_eq!((d.kind, d.prog_id, d.severity), (Kind::DeviceDuplicatePrograms, Some(66), Severity::Critical));
+        // Nothing explains a copy nothing proves (a hostNetwork pod can
+        // name a program so: red team N10): a warning.
+        assert_eq!((d.kind, d.prog_id, d.severity), (Kind::DeviceDuplicatePrograms, Some(66), Severity::Warning));
         assert!(d.message.contains("the first decides every packet and the others never run"), "{}", d.message);
         assert!(d.message.contains("nothing of it visible"), "{}", d.message);
+        // A bpffs hidden under another explains it: critical.
+        let mut hidden = s.clone();
+        hidden.hidden_bpffs.push(crate::mounts::HiddenBpffs {
+            mount_point: "/sys/fs/bpf".into(),
+            mount_id: 30,
+            hidden_by: 40,
+            hidden_by_point: "/sys/fs/bpf".into(),
+            hidden_by_fs: "bpf".into(),
+        });
+        let f = judged(&hidden);
+        let d = f.iter().find(|f| f.kind == Kind::DeviceDuplicatePrograms).expect("a duplicate");
+        assert_eq!(d.severity, Severity::Critical);
         // An unrelated program after Cilium's, nothing's: it never runs.
         s.devices.devices[0].programs[0] = prog(IfHook::TcxIngress, 2, 67, "my_monitor", Via::Link { link_id: 9 }, &[]);
         let f = judged(&s);
@@ -497,5 +601,36 @@ mod tests {
         assert!(l.remediation.contains("tc filter del dev eth0 ingress pref 1 handle 0x1 bpf"), "{}", l.remediation);
         s.pod_networks.configured.push(Configured { owner: Owner::Cilium, source: "05-cilium.conflist".into() });
         assert!(!judged(&s).iter().any(|f| f.kind == Kind::DeviceLeftoverPrograms));
+    }
+
+    /// cilium#47847: a bpffs over the node's hides its pins; with a copy of
+    /// Cilium's program nothing visible proves on a device, critical.
+    #[test]
+    fn a_bpffs_mounted_over_the_nodes_is_said_with_what_it_hides() {
+        let hidden = crate::mounts::HiddenBpffs {
+            mount_point: "/sys/fs/bpf".into(),
+            mount_id: 30,
+            hidden_by: 40,
+            hidden_by_point: "/sys/fs/bpf".into(),
+            hidden_by_fs: "bpf".into(),
+        };
+        let mut s = cilium_node(vec![device(2, "eth0", vec![])]);
+        s.hidden_bpffs.push(hidden);
+        let f = judged(&s);
+        let [h] = &f[..] else { panic!("{f:#?}") };
+        assert_eq!((h.kind, h.severity), (Kind::BpffsShadowed, Severity::Warning));
+        assert!(h.remediation.contains("umount /sys/fs/bpf"), "{}", h.remediation);
+        s.devices.devices[0].programs.push(prog(
+            IfHook::TcxIngress,
+            0,
+            66,
+            "cil_from_netdev",
+            Via::Link { link_id: 8 },
+            &[900],
+        ));
+        let f = judged(&s);
+        let h = f.iter().find(|f| f.kind == Kind::BpffsShadowed).expect("shadowed");
+        assert_eq!(h.severity, Severity::Critical);
+        assert!(h.message.contains("cil_from_netdev (prog 66, tcx_ingress link 8) on eth0"), "{}", h.message);
     }
 }

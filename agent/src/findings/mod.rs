@@ -85,6 +85,7 @@ pub enum Kind {
     DeviceDuplicatePrograms,
     DeviceProgramNeverRuns,
     DeviceLeftoverPrograms,
+    BpffsShadowed,
 }
 
 impl Kind {
@@ -107,7 +108,8 @@ impl Kind {
             | Kind::DuplicateCniPrograms
             | Kind::HookProgramCountHigh
             | Kind::PodOutsideDatapath
-            | Kind::DeviceDuplicatePrograms => &[Severity::Critical, Severity::Warning],
+            | Kind::DeviceDuplicatePrograms
+            | Kind::BpffsShadowed => &[Severity::Critical, Severity::Warning],
             Kind::DefunctLink
             | Kind::CniAgentPrivateCgroupns
             | Kind::CniLeftoverPrograms
@@ -142,6 +144,7 @@ impl Kind {
             Kind::DeviceDuplicatePrograms => devices::DUPLICATE_EXPLANATION,
             Kind::DeviceProgramNeverRuns => devices::NEVER_RUNS_EXPLANATION,
             Kind::DeviceLeftoverPrograms => devices::LEFTOVER_EXPLANATION,
+            Kind::BpffsShadowed => devices::SHADOWED_EXPLANATION,
         }
     }
 }
@@ -518,6 +521,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     devices::duplicates(&cx, &mut out);
     devices::never_runs(&cx, &mut out);
     devices::leftovers(&cx, &mut out);
+    devices::shadowed(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.
@@ -566,6 +570,14 @@ pub fn incomplete(snap: &Snapshot) -> Option<String> {
             "the pods' interfaces could not be read ({error}) on a node configured for {}'s datapath",
             owner.title()
         ));
+    }
+    // The node's devices could not be read (a churn of devices in its
+    // namespace interrupts every dump: red team N6) on a node with a CNI's
+    // datapath or state: its device findings cannot be.
+    if let Some(error) = &snap.devices.error
+        && (!outside_datapath::datapaths(snap).is_empty() || !snap.owner_maps.is_empty())
+    {
+        return Some(format!("the node's devices could not be read ({error})"));
     }
     if snap.root.kind == RootKind::Namespaced {
         return Some(snap.root.note.clone().unwrap_or_else(|| "the audit saw only a namespaced view".to_owned()));

@@ -21,7 +21,7 @@ pub(super) fn network_unreadable(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         .iter()
         .filter_map(|p| match &p.net {
             Net::Unreadable { reason } => Some((p, reason.clone())),
-            Net::Interfaces { interfaces } => {
+            Net::Interfaces { interfaces, .. } => {
                 interfaces.iter().find_map(|i| i.errors.first().map(|e| format!("{}: {e}", i.name))).map(|why| (p, why))
             }
             _ => None,

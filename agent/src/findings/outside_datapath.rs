@@ -59,9 +59,17 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         let agent_started = nets.agents.iter().filter(|a| a.owner == owner).filter_map(|a| a.started).min();
         let agent_runs = snap.agents.iter().any(|a| a.owner == owner && a.privileged);
         let mut outside = Vec::new();
+        // Pods whose eth0 carries it and that have other ways into the node.
+        let mut around = Vec::new();
         for p in &nets.pods {
-            let Net::Interfaces { interfaces } = &p.net else { continue };
-            if p.carries(owner) || p.unread() {
+            let Net::Interfaces { interfaces, other_links_into_node } = &p.net else { continue };
+            if p.unread() {
+                continue;
+            }
+            if p.carries(owner) {
+                if *other_links_into_node > 0 {
+                    around.push((p, *other_links_into_node));
+                }
                 continue;
             }
             let before_agent = matches!((p.started, agent_started), (Some(pod), Some(agent)) if pod < agent);
@@ -83,15 +91,17 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             };
             outside.push((p, when));
         }
+        out.extend(around.into_iter().map(|(p, n)| around_finding(cx, p, owner, n)));
         let said = nets.configured.iter().find(|c| c.owner == owner).map(|c| c.source.as_str());
+        // The owner's own state on the node (its pins or pinned maps): what
+        // a process merely named like its agent cannot make.
+        let state = snap.pins.iter().any(|p| p.owner == owner) || snap.owner_maps.iter().any(|m| m.owner == owner);
         // No pod carries it: the datapath is down on this node (or every pod
         // predates it), not missing from some pods; and a process named
         // like its agent alone must not page for every pod (issue 47 red
         // team, F4). One finding for the node.
         if managed == 0 {
             if let (Some(said), false) = (said, outside.is_empty()) {
-                let state =
-                    snap.pins.iter().any(|p| p.owner == owner) || snap.owner_maps.iter().any(|m| m.owner == owner);
                 out.push(node_finding(cx, owner, said, &outside, agent_runs, state));
             }
             continue;
@@ -105,9 +115,40 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         out.extend(outside.into_iter().map(|(p, when)| {
             let twice = uids.get(p.pod_uid.as_str()).is_some_and(|n| *n > 1);
-            finding(cx, p, owner, managed, said, agent_runs && !twice, when, twice)
+            // Critical only with the owner's own state on the node too (red
+            // team N3: a fake agent with one forged "managed" pod).
+            finding(cx, p, owner, managed, said, agent_runs && state && !twice, when, twice)
         }))
     }
+}
+
+/// A pod whose `eth0` carries the owner's program and that has other
+/// interfaces leading into the node's namespace (issue 47 red team, N2): a
+/// warning, never a page (a Multus secondary network is outside the CNI's
+/// datapath by design).
+fn around_finding(cx: &Ctx<'_>, p: &PodNet, owner: Owner, n: usize) -> Finding {
+    let title = owner.title();
+    let message = format!(
+        "its eth0 carries {title}'s per-endpoint program, but {n} other interface{s} of its network namespace \
+         lead{v} into the node's (a macvlan or ipvlan on the node's NIC, a veth, a tunnel): what it sends through \
+         {them} bypasses {title}'s policy, load balancing and encryption.",
+        s = if n == 1 { "" } else { "s" },
+        v = if n == 1 { "s" } else { "" },
+        them = if n == 1 { "it" } else { "them" },
+    );
+    let remediation = format!(
+        "if that is a secondary network you attached (Multus), it is outside {title}'s datapath by design; \
+         otherwise find who made it (`kubectl debug` into the pod's network: `ip -d link`, `ip route`), and deny \
+         CAP_NET_ADMIN to the pod (Pod Security baseline) or run it with `hostUsers: false`."
+    );
+    let mut f =
+        Finding::new(Kind::PodOutsideDatapath, Severity::Warning, message, remediation).at_cgroup(&p.cgroup, cx.snap);
+    f.owner = Some(owner);
+    f.pod_uid = Some(p.pod_uid.clone());
+    f.count = Some(1);
+    f.interfaces = p.interfaces().iter().map(InterfaceRef::of).collect();
+    f.pods.extend(pod_named(cx.snap, &p.pod_uid));
+    f
 }
 
 /// Why a pod is judged now.
@@ -156,12 +197,34 @@ fn finding(
         1 => "while 1 other pod's do".to_owned(),
         n => format!("while {n} other pods' do"),
     };
+    // What happens to its traffic: a netkit pair whose peer blackholes
+    // without a program (as Cilium makes them) cuts the pod off; otherwise
+    // it bypasses the CNI. And where its interface came from, when a
+    // bridge says so (another CNI's: cni-podman0, cni0, docker0).
+    let cut_off = interfaces.iter().any(|i| i.netkit_peer_policy == Some("blackhole"));
+    let fate = if cut_off {
+        format!(
+            "its netkit peer policy is blackhole, so with no program there everything the pod sends is dropped: the \
+             pod is cut off from the network, not bypassing {}",
+            owner.title()
+        )
+    } else {
+        format!("its traffic bypasses {}'s policy, load balancing and encryption", owner.title())
+    };
+    let bridges: Vec<&str> = interfaces.iter().filter_map(|i| i.bridge.as_deref()).collect();
+    let origin = match bridges.first() {
+        Some(b) => format!(
+            " Its interface is a port of bridge {b}: its network came from another CNI configuration (a bridge plugin's), \
+             not {}'s.",
+            owner.title()
+        ),
+        None => String::new(),
+    };
     let message = format!(
-        "its interface {} carries none of {}'s per-endpoint programs ({} on what the pod sends), {others}: its traffic bypasses {}'s policy, load balancing and encryption.{when}",
+        "its interface {} carries none of {}'s per-endpoint programs ({} on what the pod sends), {others}: {fate}.{origin}{when}",
         shown.join(", "),
         owner.title(),
         entry_program(owner),
-        owner.title(),
     );
     let remediation = match owner {
         Owner::Cilium => {
@@ -321,12 +384,16 @@ mod tests {
             cgroup: format!("/kubepods/besteffort/pod{uid}"),
             started: Some(started),
             net: Net::Interfaces {
+                other_links_into_node: 0,
                 interfaces: vec![Interface {
                     ifindex: 7,
                     name: format!("lxc{uid}"),
                     driver: "veth".into(),
                     programs,
                     errors: vec![],
+                    netkit_peer_policy: None,
+                    master: None,
+                    bridge: None,
                 }],
             },
         }
@@ -336,6 +403,8 @@ mod tests {
         let mut s = node();
         if let Some(t) = agent_started {
             agent(&mut s, Owner::Cilium);
+            // Its maps, pinned at its start.
+            s.owner_maps.push(crate::snapshot::OwnerMap { owner: Owner::Cilium, name: "cilium_lxc".into(), map_id: 4 });
             s.pod_networks.agents.push(AgentStart { owner: Owner::Cilium, pid: 7, started: Some(t) });
             s.pod_networks
                 .configured
@@ -475,6 +544,8 @@ mod tests {
     #[test]
     fn a_running_agent_whose_programs_no_pod_carries_is_one_node_finding() {
         let mut s = node_with(vec![pod("a", NOW - 3600, vec![]), pod("b", NOW - 5, vec![])], Some(NOW - 60));
+        // Nothing of Cilium pinned: a process merely named like its agent.
+        s.owner_maps.clear();
         configured(&mut s, "cilium-agent runs (pid 7)");
         let found = |s: &Snapshot| -> Vec<Finding> {
             evaluate(s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect()
@@ -494,6 +565,37 @@ mod tests {
         assert!(f.message.contains("and Cilium's agent runs"), "{}", f.message);
     }
 
+    /// Issue 47 red team, N3: with one pod managed, the others page only
+    /// where the owner's own state is on the node (a fake agent holding a
+    /// forged program on one pod made every other pod critical).
+    #[test]
+    fn without_the_owners_state_a_pod_outside_is_a_warning() {
+        let mut s = node_with(vec![managed("a"), pod("b", NOW - 3600, vec![])], Some(NOW - 7200));
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+        s.owner_maps.clear();
+        assert_eq!(judged(&s), [("b".to_owned(), Severity::Warning)]);
+    }
+
+    /// Issue 47 red team, N2: a managed pod that also leads into the node
+    /// another way (a macvlan on the node's NIC) is said, as a warning.
+    #[test]
+    fn a_managed_pod_with_another_way_into_the_node_is_a_warning() {
+        let mut around = managed("b");
+        if let Net::Interfaces { other_links_into_node, .. } = &mut around.net {
+            *other_links_into_node = 1;
+        }
+        let s = node_with(vec![managed("a"), around], Some(NOW - 7200));
+        let f: Vec<Finding> =
+            evaluate(&s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect();
+        let [f] = &f[..] else { panic!("{f:?}") };
+        assert_eq!((f.severity, f.pod_uid.as_deref()), (Severity::Warning, Some("b")));
+        assert!(
+            f.message.contains("1 other interface of its network namespace leads into the node's"),
+            "{}",
+            f.message
+        );
+    }
+
     /// Issue 47 red team, F2: a pod's interface carrying a program named
     /// `cil_from_container` that nothing proves Cilium's (a pair the pod
     /// made and moved into the node) is outside the datapath.
@@ -502,6 +604,23 @@ mod tests {
         let forger = pod("b", NOW - 3600, vec![forged("cil_from_container", IfHook::TcxIngress)]);
         let s = node_with(vec![managed("a"), forger], Some(NOW - 7200));
         assert_eq!(judged(&s), [("b".to_owned(), Severity::Critical)]);
+    }
+
+    /// Issue 48: a netkit pod whose peer policy is blackhole (as Cilium
+    /// makes them) without the program is cut off, and the text says so;
+    /// a veth on another CNI's bridge says where its network came from.
+    #[test]
+    fn a_blackholed_netkit_pod_is_cut_off_and_a_bridged_one_names_its_bridge() {
+        let mut nk = pod("b", NOW - 3600, vec![]);
+        nk.interfaces_mut()[0].netkit_peer_policy = Some("blackhole");
+        let mut bridged = pod("c", NOW - 3600, vec![]);
+        bridged.interfaces_mut()[0].bridge = Some("cni-podman0".into());
+        let s = node_with(vec![managed("a"), nk, bridged], Some(NOW - 7200));
+        let f: Vec<Finding> =
+            evaluate(&s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect();
+        assert!(f[0].message.contains("the pod is cut off from the network, not bypassing Cilium"), "{}", f[0].message);
+        assert!(f[1].message.contains("Its interface is a port of bridge cni-podman0"), "{}", f[1].message);
+        assert!(f[1].message.contains("bypasses Cilium's policy"), "{}", f[1].message);
     }
 
     /// Issue 47 red team, F3: a cgroup made with another pod's UID (by a

@@ -11,7 +11,8 @@
 //! - the owner's tail-call map, pinned in `tc/globals` with each program it
 //!   attaches (Cilium's `cilium_calls_*`, Calico's `cali_jump*`), which the
 //!   program uses: a legacy tc filter has no link, and this is its proof;
-//! - and, for an agent that does hold its programs, the fd.
+//! - and, for an agent that does hold its programs (none of the CNIs'
+//!   datapaths: `registry::DATAPATHS`), the fd.
 //!
 //! None of these can be forged by a pod without the node's bpffs or
 //! CAP_SYS_ADMIN (a map's fd by id needs it). A name never proves
@@ -49,9 +50,13 @@ impl<'a> Proofs<'a> {
         Proofs {
             pins,
             maps: maps.iter().map(|m| (m.map_id, m.owner)).collect(),
+            // Not for an owner whose loader keeps no fd once attached (the
+            // CNIs': every real program of theirs has its pins): a fd held
+            // by a process merely named like their agent is no proof (issue
+            // 47 red team, N3-N5).
             held: agents
                 .iter()
-                .filter(|a| a.privileged)
+                .filter(|a| a.privileged && !crate::owner::registry::DATAPATHS.iter().any(|d| d.owner == a.owner))
                 .flat_map(|a| a.holds.iter().map(|id| (*id, a.owner)))
                 .collect(),
         }
@@ -157,14 +162,21 @@ mod tests {
         );
     }
 
+    /// Issue 47 red team, N3: a process named `cilium-agent` holding a
+    /// program on a pod's interface proves nothing (Cilium's loader keeps
+    /// no fd); an owner that does hold its programs is proven by it.
     #[test]
     fn a_program_its_privileged_agent_holds_is_its_and_an_unprivileged_ones_is_not() {
+        let via = Via::Attached;
         let mut s = crate::fixtures::node();
-        crate::fixtures::agent(&mut s, Owner::Calico).holds = vec![9];
+        crate::fixtures::agent(&mut s, Owner::Cilium).holds = vec![9];
+        let proofs = Proofs::new(&[], &[], &s.agents);
+        assert_eq!(proofs.owner_of(&on(7, IfHook::TcxIngress, 9, &via, &[])), None, "Cilium keeps no fd");
+        let mut s = crate::fixtures::node();
+        crate::fixtures::agent(&mut s, Owner::Kmesh).holds = vec![9];
         let mut agent = s.agents[0].clone();
         let proofs = Proofs::new(&[], &[], std::slice::from_ref(&agent));
-        let via = Via::Attached;
-        assert_eq!(proofs.owner_of(&on(7, IfHook::Xdp, 9, &via, &[])), Some((Owner::Calico, HookProof::Held)));
+        assert_eq!(proofs.owner_of(&on(7, IfHook::Xdp, 9, &via, &[])), Some((Owner::Kmesh, HookProof::Held)));
         agent.privileged = false;
         let proofs = Proofs::new(&[], &[], std::slice::from_ref(&agent));
         assert_eq!(proofs.owner_of(&on(7, IfHook::Xdp, 9, &via, &[])), None);

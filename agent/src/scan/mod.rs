@@ -270,7 +270,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
     // The pods' second layer: the programs on their host-side interfaces.
     let net::Networks { pods: mut pod_networks, devices: mut host_devices, pins } =
         net::read(&pods, &agents, root_fd_for_effective.as_fd(), &opts.proc, &opts.cni_conf_dir, &budget);
-    let net::Pins { pins, maps: owner_maps, errors: pin_errors } = pins;
+    let net::Pins { pins, maps: owner_maps, errors: pin_errors, hidden: hidden_bpffs } = pins;
     let pins_unread = pin_errors.first().map(|e| format!("{} {}: {}", e.op, e.path, e.message));
     errors.extend(pin_errors);
     // Full names only where the audit shows them: attached, linked and
@@ -341,6 +341,7 @@ pub fn scan(opts: &ScanOptions) -> Result<Snapshot, AuditError> {
         pins,
         owner_maps,
         pins_unread,
+        hidden_bpffs,
         devices: host_devices,
         v1_net_controllers,
         socket_matching,

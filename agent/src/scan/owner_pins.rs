@@ -105,3 +105,17 @@ pub fn owner_pins(
     }
     (out, owner_maps)
 }
+
+/// The bpffs mounts of PID 1's mount namespace that a later mount hides
+/// (`mounts::hidden_bpffs`); none when its mountinfo cannot be read (said
+/// in `errors`).
+pub fn hidden_bpffs(proc: &Path, errors: &mut Vec<ScanError>) -> Vec<crate::mounts::HiddenBpffs> {
+    let path = proc.join("1/mountinfo");
+    match root::read_mountinfo(&path) {
+        Ok(m) => crate::mounts::hidden_bpffs(&m.mounts),
+        Err(e) => {
+            errors.push(ScanError { op: "read".into(), path: path.display().to_string(), message: e.to_string() });
+            Vec::new()
+        }
+    }
+}

@@ -14,6 +14,10 @@ use crate::owner::Owner;
 pub struct HostDevices {
     /// Why they could not be read at all.
     pub error: Option<String>,
+    /// The daemon's: the latest read failed (why), and this is the last
+    /// good one, kept for `net::KEPT_FOR`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_after: Option<String>,
     /// Devices of the node's namespace not read: past `DEVICES_MAX`, or
     /// left out of a dump that could not be decoded.
     pub not_read: u64,

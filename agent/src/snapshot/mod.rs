@@ -353,6 +353,8 @@ pub struct Snapshot {
     /// Why the owners' pins could not all be read, if so: the programs on
     /// hooks they would prove are then not judged.
     pub pins_unread: Option<String>,
+    /// bpffs mounts of PID 1's namespace that a later mount hides.
+    pub hidden_bpffs: Vec<crate::mounts::HiddenBpffs>,
     /// The node's own devices and the programs on them.
     pub devices: devices::HostDevices,
     /// cgroup v1 `net_cls`/`net_prio` hierarchies on the node.

@@ -131,14 +131,14 @@ impl PodNet {
     /// Its host-side interfaces (none unless `Net::Interfaces`).
     pub fn interfaces(&self) -> &[Interface] {
         match &self.net {
-            Net::Interfaces { interfaces } => interfaces,
+            Net::Interfaces { interfaces, .. } => interfaces,
             _ => &[],
         }
     }
 
     pub fn interfaces_mut(&mut self) -> &mut [Interface] {
         match &mut self.net {
-            Net::Interfaces { interfaces } => interfaces,
+            Net::Interfaces { interfaces, .. } => interfaces,
             _ => &mut [],
         }
     }
@@ -153,7 +153,7 @@ impl PodNet {
     pub fn unread(&self) -> bool {
         match &self.net {
             Net::Unreadable { .. } => true,
-            Net::Interfaces { interfaces } => interfaces.iter().any(|i| !i.errors.is_empty()),
+            Net::Interfaces { interfaces, .. } => interfaces.iter().any(|i| !i.errors.is_empty()),
             _ => false,
         }
     }
@@ -176,6 +176,11 @@ pub enum Net {
     /// Its own namespace, and the host's interfaces that lead into it.
     Interfaces {
         interfaces: Vec<Interface>,
+        /// Besides its `eth0` pair: how many interfaces of its namespace
+        /// lead into the node's (a macvlan or ipvlan on the node's NIC, a
+        /// veth, a tunnel). What it sends through them bypasses the CNI.
+        #[serde(skip_serializing_if = "is_zero")]
+        other_links_into_node: usize,
     },
 }
 
@@ -190,6 +195,18 @@ pub struct Interface {
     /// Hooks that could not be read, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// netkit: what the pod's transmit does with no program there
+    /// (`forward`; `blackhole`, as Cilium makes its netkit pairs: a pod
+    /// without the program is cut off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netkit_peer_policy: Option<&'static str>,
+    /// The device it is enslaved to, by index (read), and by name: a
+    /// bridge (`cni0`, `cni-podman0`, `docker0`) says which network the
+    /// pod's interface came from.
+    #[serde(skip)]
+    pub master: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<String>,
 }
 
 impl Interface {
@@ -298,4 +315,8 @@ pub enum Via {
     Link { link_id: u32 },
     /// Attached without a link.
     Attached,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

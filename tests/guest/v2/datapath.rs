@@ -111,5 +111,32 @@ fn a_pod_started_before_the_cni_is_named_outside_its_datapath() {
         let before = run_count(*prog);
         send_from(nk.pid, &nk.gateway, 20);
         assert!(run_count(*prog) >= before + 20, "edge's packets (netkit) did not run its program");
+        // Its endpoint unloaded: the peer's blackhole policy drops what the
+        // pod sends (the primary receives none of it), and the audit says
+        // the pod is cut off, not bypassing Cilium (issue 48).
+        cilium.detach(&nk.host);
+        let rx = || {
+            let path = format!("/sys/class/net/{}/statistics/rx_packets", nk.host);
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")).trim().parse::<u64>().unwrap()
+        };
+        let before = rx();
+        send_from(nk.pid, &nk.gateway, 20);
+        assert!(rx() < before + 20, "a blackholed peer's packets reached the node");
+        let args = ["audit", "--output", "json", "--endpoint-grace", "0s", "--cgroup-root", t.path.to_str().unwrap()];
+        let report = agent(&args).json();
+        let cut: Vec<&Value> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "pod_outside_datapath" && f["pod_uid"] == EDGE)
+            .collect();
+        let [f] = cut[..] else { panic!("{:#}", report["findings"]) };
+        assert!(f["message"].as_str().unwrap().contains("the pod is cut off from the network"), "{f:#}");
+        assert_eq!(pod_json(&report, EDGE)["interfaces"][0]["netkit_peer_policy"], "blackhole");
     }
+}
+
+fn pod_json<'a>(report: &'a Value, uid: &str) -> &'a Value {
+    let pods = report["datapath"]["pods"].as_array().unwrap();
+    pods.iter().find(|p| p["pod_uid"] == uid).unwrap_or_else(|| panic!("{uid} in {pods:#?}"))
 }

@@ -347,6 +347,62 @@ fn a_decoy_eth0_does_not_hide_a_pod_outside_the_datapath() {
     assert_ne!(run.code, 0, "{run:?}");
 }
 
+/// Issue 47 red team, N1 [CAP_NET_ADMIN]: the pod renames its `eth0` to
+/// bytes that are not UTF-8; its traffic still leaves through it. The link
+/// could not be decoded and was skipped: no interface, no finding, exit 0.
+/// Now the pod is unreadable, and says why.
+#[test]
+fn an_eth0_renamed_to_bytes_that_are_not_utf8_does_not_hide_a_pod() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let ready = |node: &Containerd, pod: &Pod| {
+        let ns = format!("--net=/proc/{}/ns/net", pod_pid(node, pod));
+        let out =
+            std::process::Command::new("nsenter").args([ns.as_str(), "ip", "-o", "link", "show", "eth0"]).output();
+        out.is_ok_and(|o| !o.status.success())
+    };
+    let (_node, tenant, report, run) = tenant_report(&["decoy-eth0", "--non-utf8"], &["NET_ADMIN"], ready);
+    let pod = pod_net(&report, &tenant);
+    assert_eq!(pod["network"], "unreadable", "{pod:#}");
+    assert!(pod["reason"].as_str().unwrap().contains("could not be decoded"), "{pod:#}");
+    assert_ne!(run.code, 0, "{run:?}");
+}
+
+/// Issue 47 red team, N2 [CAP_NET_ADMIN]: a managed pod (its `eth0` pair
+/// carries Cilium's program) makes another way into the node (a veth end
+/// moved there; a macvlan on the node's NIC does the same) and can route
+/// around Cilium through it. It was "managed", silent. Now it is said, as
+/// a warning.
+#[test]
+fn a_managed_pod_with_another_way_into_the_node_is_said() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let mut cilium = EndpointAgent::start(&node);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    cilium.attach("tcx", &host_veth(&node, &web));
+    let tenant = pod_with(&mut node, "tenant", "router-0", false);
+    cilium.attach("tcx", &host_veth(&node, &tenant));
+    let spec = Spec { name: "router", args: &["veth-out", "anything"], caps: &["NET_ADMIN", "BPF"], ..Spec::default() };
+    node.run_container(&tenant, &spec);
+    let moved = wait_until(std::time::Duration::from_secs(10), || {
+        on_node_network(&node, "ip", &["-o", "link", "show"]).contains("h1out")
+    });
+    assert!(moved, "the tenant's veth end never reached the node's namespace");
+    let report = audit(&node, &["--endpoint-grace", "0s"]).json();
+    assert_eq!(pod_net(&report, &tenant)["other_links_into_node"], 1, "{:#}", pod_net(&report, &tenant));
+    let found = outside(&report);
+    let [f] = found[..] else { panic!("{found:#?}") };
+    assert_eq!((f["pod_uid"].as_str(), f["severity"].as_str()), (Some(tenant.uid.as_str()), Some("warning")), "{f:#}");
+    assert!(
+        f["message"].as_str().unwrap().contains("1 other interface of its network namespace leads into the node's"),
+        "{f:#}"
+    );
+}
+
 /// Issue 47 red team, F2 [CAP_NET_ADMIN, CAP_BPF]: a pod outside the
 /// datapath makes a veth pair carrying a program named
 /// `cil_from_container`, moves one end into the node and makes the other
@@ -379,6 +435,30 @@ fn a_forged_entry_program_does_not_make_a_pod_managed() {
     assert_eq!(mine.len(), 1, "{:#}", report["findings"]);
     assert_eq!(mine[0]["severity"], "critical");
     assert_eq!(run.code, 1, "{run:?}");
+}
+
+/// Issue 48: a pod outside the datapath whose interface is a port of
+/// another CNI's bridge (podman's `cni-podman0`: rke2#10360's pods that got
+/// 10.88.0.x) is named with that bridge, in the JSON and the finding.
+#[test]
+fn a_pod_on_another_cnis_bridge_is_named_with_it() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let mut cilium = EndpointAgent::start(&node);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    cilium.attach("tcx", &host_veth(&node, &web));
+    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+    let veth = host_veth(&node, &early);
+    on_node_network(&node, "ip", &["link", "add", "cni-podman0", "type", "bridge"]);
+    on_node_network(&node, "ip", &["link", "set", &veth, "master", "cni-podman0"]);
+    let report = audit(&node, &["--endpoint-grace", "0s"]).json();
+    assert_eq!(pod_net(&report, &early)["interfaces"][0]["bridge"], "cni-podman0", "{:#}", pod_net(&report, &early));
+    let found = outside(&report);
+    let f = found.iter().find(|f| f["pod_uid"] == early.uid.as_str()).unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(f["message"].as_str().unwrap().contains("Its interface is a port of bridge cni-podman0"), "{f:#}");
 }
 
 /// Issue 47, H2 [CAP_NET_ADMIN]: a pod makes 8,000 devices in the node's

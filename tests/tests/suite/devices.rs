@@ -71,17 +71,36 @@ impl DeviceNode {
     /// process nsenter forked into the node's PID namespace, then nsenter.
     fn stop_agent(&mut self) {
         let Some(mut a) = self.agent.take() else { return };
-        let ns = |pid: &str| std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok();
+        let ns = |pid: &str| {
+            std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok()
+        };
         let node = ns(&self.node.pid1.to_string());
         for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let pid = e.file_name().to_string_lossy().into_owned();
             let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
             if comm.trim() == "cilium-agent" && node.is_some() && ns(&pid) == node {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid.parse().unwrap_or(0)), nix::sys::signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid.parse().unwrap_or(0)),
+                    nix::sys::signal::SIGKILL,
+                );
             }
         }
         let _ = a.kill();
         let _ = a.wait();
+        // Gone (or a zombie, which no reader takes for an agent) before the
+        // audit looks.
+        let running = || {
+            std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+                let pid = e.file_name().to_string_lossy().into_owned();
+                let alive = std::fs::read_to_string(e.path().join("stat"))
+                    .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')));
+                alive
+                    && node.is_some()
+                    && ns(&pid) == node
+                    && std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "cilium-agent")
+            })
+        };
+        wait_until(std::time::Duration::from_secs(5), || !running());
     }
 
     fn audit(&self) -> (Value, Run) {
@@ -113,7 +132,8 @@ fn of_kind<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).collect()
 }
 
-const DEVICE_KINDS: [&str; 3] = ["device_duplicate_programs", "device_program_never_runs", "device_leftover_programs"];
+const DEVICE_KINDS: [&str; 4] =
+    ["device_duplicate_programs", "device_program_never_runs", "device_leftover_programs", "bpffs_shadowed"];
 
 /// The healthy node: Cilium's two device programs where its pins say,
 /// once each; listed with owner and proof, nothing raised; what is sent
@@ -199,6 +219,12 @@ fn a_restart_under_a_shadowed_bpffs_leaves_a_stale_copy_that_is_named() {
     assert!(message.contains("the first decides every packet and the others never run"), "{message}");
     assert!(message.contains(&format!("prog {old_from} looks stale (not the one Cilium's pin holds)")), "{message}");
     assert_eq!(run.code, 1, "{run:?}");
+    // And the cause, named with what it hides.
+    let shadowed = of_kind(&report, "bpffs_shadowed");
+    let [b] = shadowed[..] else { panic!("{:#}", report["findings"]) };
+    assert_eq!((b["severity"].as_str(), b["mount_point"].as_str()), (Some("critical"), Some("/sys/fs/bpf")), "{b:#}");
+    assert!(b["message"].as_str().unwrap().contains(&format!("cil_from_netdev (prog {old_from}")), "{b:#}");
+    assert!(b["remediation"].as_str().unwrap().contains("umount /sys/fs/bpf"), "{b:#}");
     // Its own fix: the stale link detached, the new copy runs.
     let link = f["link_id"].as_u64().expect("the stale copy's link");
     let bpftool_free = agent::bpf::sys::link_fd_by_id(link as u32)
@@ -286,6 +312,20 @@ fn ciliums_programs_left_after_an_uninstall_are_a_critical_leftover() {
     // An agent restart: its configuration still names it.
     let (report, _) = n.audit();
     assert!(of_kind(&report, "device_leftover_programs").is_empty(), "{:#}", report["findings"]);
+    // ... also behind Multus, whose configuration comes first and names
+    // Cilium's network (red team N7), and through an absolute link to a
+    // file of the directory, which libcni follows.
+    let dir = n.node.path("/run/cni/net.d");
+    let multus = r#"{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus-shim","clusterNetwork":"cilium"}"#;
+    std::fs::write(dir.join("00-multus.conf"), multus).unwrap();
+    let (report, _) = n.audit();
+    assert_eq!(report["datapath"]["configured"][0]["owner"], "cilium", "{:#}", report["datapath"]);
+    assert!(of_kind(&report, "device_leftover_programs").is_empty(), "{:#}", report["findings"]);
+    std::fs::remove_file(dir.join("00-multus.conf")).unwrap();
+    std::os::unix::fs::symlink("/run/cni/net.d/05-cilium.conflist", dir.join("00-a.conflist")).unwrap();
+    let (report, _) = n.audit();
+    assert!(of_kind(&report, "device_leftover_programs").is_empty(), "{:#}", report["findings"]);
+    std::fs::remove_file(dir.join("00-a.conflist")).unwrap();
     // Uninstalled: the configuration is gone too.
     std::fs::remove_file(n.node.path("/run/cni/net.d/05-cilium.conflist")).unwrap();
     let stats = agent::bpf::sys::enable_run_stats().expect("BPF_ENABLE_STATS");

@@ -23,13 +23,17 @@ impl Picture {
     /// interfaces, the node's devices), whose each program is proven from
     /// the pins read with it; whether the findings may have changed.
     pub fn set_networks(&mut self, nets: crate::scan::net::Networks) -> bool {
-        let crate::scan::net::Pins { pins, maps, errors } = nets.pins;
+        let crate::scan::net::Pins { pins, maps, errors, hidden } = nets.pins;
         let unread = errors.first().map(|e| format!("{} {}: {}", e.op, e.path, e.message));
-        let pins_changed = pins != self.snap.pins || maps != self.snap.owner_maps || unread != self.snap.pins_unread;
+        let pins_changed = pins != self.snap.pins
+            || maps != self.snap.owner_maps
+            || unread != self.snap.pins_unread
+            || hidden != self.snap.hidden_bpffs;
         // The pins first: the interfaces and devices are proven by them.
         self.snap.pins = pins;
         self.snap.owner_maps = maps;
         self.snap.pins_unread = unread;
+        self.snap.hidden_bpffs = hidden;
         let changed = self.set_pod_networks(nets.pods) | self.set_devices(nets.devices) | pins_changed;
         if pins_changed {
             self.generation += 1;
@@ -92,12 +96,22 @@ impl Picture {
     }
 
     /// The node's devices as read now, their programs named from the
-    /// picture's; whether they changed. A read that failed keeps the last.
+    /// picture's and proven from its pins; whether they changed. A read
+    /// that failed keeps the last good one for `KEPT_FOR` (a churn in the
+    /// node's namespace must not clear a finding: red team N6), then says
+    /// so.
     pub fn set_devices(&mut self, mut devices: crate::snapshot::devices::HostDevices) -> bool {
         devices.name_programs(&self.snap.programs);
         self.snap.prove_devices(&mut devices);
-        if devices.error.is_some() && self.snap.devices.error.is_none() {
-            devices.devices = self.snap.devices.devices.clone();
+        let now = self.snap.pod_networks.read_at;
+        match &devices.error {
+            None => self.devices_read_at = Some(now),
+            Some(_) if self.devices_read_at.is_some_and(|at| now.saturating_sub(at) <= KEPT_FOR) => {
+                let error = devices.error.take();
+                devices = self.snap.devices.clone();
+                devices.kept_after = error;
+            }
+            Some(_) => {}
         }
         let changed = devices != self.snap.devices;
         if changed {

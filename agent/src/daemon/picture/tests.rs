@@ -535,12 +535,16 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
         cgroup: format!("/kubepods/pod{uid}"),
         started: Some(1),
         net: Net::Interfaces {
+            other_links_into_node: 0,
             interfaces: vec![Interface {
                 ifindex: 5,
                 name: format!("veth{uid}"),
                 driver: "veth".into(),
                 programs,
                 errors,
+                netkit_peer_policy: None,
+                master: None,
+                bridge: None,
             }],
         },
     };

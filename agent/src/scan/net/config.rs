@@ -72,11 +72,13 @@ fn read_cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
     let root: OwnedFd =
         rustix::fs::open(proc.join("1/root"), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .ok()?;
-    let dir = dir.to_str()?.trim_start_matches('/');
+    let dir_path = dir.to_str()?.trim_start_matches('/').to_owned();
+    let dir = dir_path.as_str();
     // The directory the runtime reads (it may be on a mount of its own:
     // /etc on some distributions, /run), through no link; the files in
     // it through no link and no mount.
     let dir = open_dir(root.as_fd(), dir, rustix::fs::ResolveFlags::NO_SYMLINKS)?;
+    let dir_path = format!("/{dir_path}");
     let entries = rustix::fs::Dir::read_from(&dir).ok()?;
     let (first, kind) = first_conf(entries.filter_map(Result::ok).take(MAX_ENTRIES).filter_map(|e| {
         let name = e.file_name().to_str().ok()?.to_owned();
@@ -88,13 +90,63 @@ fn read_cni_config(proc: &Path, dir: &Path) -> Option<(String, Vec<String>)> {
     let file = if kind == FileType::Symlink {
         let target = rustix::fs::readlinkat(&dir, first.as_str(), Vec::new()).ok()?;
         let target = target.to_str().ok()?.to_owned();
-        (!target.contains('/') && target != first).then_some(target)?
+        // A file of this directory, by its name or its absolute path
+        // there (red team N7); nothing elsewhere.
+        let here = Path::new("/").join(dir_path.trim_start_matches('/'));
+        let name = match target.rsplit_once('/') {
+            None => target.clone(),
+            Some((parent, name)) if Path::new(parent) == here => name.to_owned(),
+            Some(_) => return None,
+        };
+        (name != first && !name.is_empty()).then_some(name)?
     } else {
         first.clone()
     };
     let text = read_resolved(dir.as_fd(), &file, MAX_CONF, STRICT)?;
-    Some((first, plugin_types(&text)?))
+    let mut types = plugin_types(&text)?;
+    // Multus delegates the pods' network: to the configuration its
+    // `clusterNetwork` names (a file of this directory, or a network's
+    // name), or those of its `delegates` (red team N7: Multus in front of
+    // Cilium is the usual layout).
+    if types.iter().any(|t| t.starts_with("multus")) {
+        let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        for d in v.get("delegates").and_then(|d| d.as_array()).into_iter().flatten() {
+            types.extend(plugin_types(d.to_string().as_bytes()).unwrap_or_default());
+        }
+        if let Some(cluster) = v.get("clusterNetwork").and_then(|c| c.as_str()) {
+            types.extend(cluster_network(dir.as_fd(), cluster).unwrap_or_default());
+        }
+    }
+    Some((first, types))
 }
+
+/// The plugin types of the network Multus's `clusterNetwork` names: a file
+/// of the configuration directory (by its name, or its path there), or the
+/// `name` of one of its first `NETWORKS_READ` files.
+fn cluster_network(dir: std::os::fd::BorrowedFd<'_>, cluster: &str) -> Option<Vec<String>> {
+    use crate::scan::in_root::{STRICT, read_resolved};
+    let file = cluster.rsplit('/').next()?;
+    if let Some(text) = read_resolved(dir, file, MAX_CONF, STRICT) {
+        return plugin_types(&text);
+    }
+    let entries = rustix::fs::Dir::read_from(dir).ok()?;
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .take(MAX_ENTRIES)
+        .filter(|e| e.file_type() == FileType::RegularFile)
+        .filter_map(|e| e.file_name().to_str().ok().map(str::to_owned))
+        .filter(|n| [".conf", ".conflist", ".json"].iter().any(|x| n.ends_with(x)))
+        .collect();
+    names.sort();
+    names.into_iter().take(NETWORKS_READ).find_map(|n| {
+        let text = read_resolved(dir, &n, MAX_CONF, STRICT)?;
+        let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        (v.get("name").and_then(|x| x.as_str()) == Some(cluster)).then(|| plugin_types(&text)).flatten()
+    })
+}
+
+/// The most configuration files looked at for Multus's `clusterNetwork`.
+const NETWORKS_READ: usize = 64;
 
 /// The most entries of the CNI configuration directory looked at.
 const MAX_ENTRIES: usize = 200_000;

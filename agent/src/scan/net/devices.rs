@@ -6,9 +6,14 @@
 //! node's network namespace (`super::read`); nothing is created or changed.
 //!
 //! A pod with CAP_NET_ADMIN and no user namespace can make thousands of
-//! devices in the node's namespace: the dump is decoded as it arrives and
-//! `DEVICES_MAX` devices are kept, those of the lowest indexes (the node's
-//! own devices are made at boot, before any pod's); the rest are counted.
+//! devices in the node's namespace, choose their indexes, and churn them:
+//! - a device whose other end is in a pod's namespace (its pair, or one
+//!   the pod made) is not the node's own, and not read here;
+//! - of the rest, `DEVICES_MAX` are read: the CNIs' own devices first (by
+//!   name), then those without a driver of their own or bonding others
+//!   (NICs, bonds, VLANs), then the rest by index; the others are counted;
+//! - at most `PROGRAMS_MAX` programs in all are listed;
+//! - a dump a churn interrupts is read again, `DUMP_TRIES` times at most.
 
 use std::collections::HashSet;
 use std::os::fd::AsFd;
@@ -22,19 +27,62 @@ use crate::snapshot::net::{IfHook, Via};
 /// The most links of the node's dump decoded (past it the dump is not
 /// believed): far above any node's own.
 const DUMP_MAX: usize = 65_536;
+/// A dump interrupted by a change (NLM_F_DUMP_INTR) is read again; this
+/// many dumps at most (each retries once itself).
+const DUMP_TRIES: usize = 3;
+/// The most programs of the node's devices listed in all.
+const PROGRAMS_MAX: usize = 4096;
+/// The devices the CNIs make on a node, by name prefix: read first.
+const CNI_DEVICES: &[&str] = &[
+    "cilium_",
+    "bpfin.cali",
+    "bpfout.cali",
+    "vxlan.calico",
+    "vxlan-v6.calico",
+    "tunl0",
+    "egress.calico",
+    "wireguard.cali",
+    "wg-v6.cali",
+];
 
-/// The node's devices but those in `skip` (the pods' host ends), read for
-/// `budget` at most.
-pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, budget: Duration) -> HostDevices {
+/// How early a device is read: the CNIs' own, then NICs, bonds and VLANs,
+/// then the rest.
+fn rank(l: &Link) -> (u8, u32) {
+    let class = if CNI_DEVICES.iter().any(|p| l.name.starts_with(p)) {
+        0
+    } else if ["", "bond", "vlan", "team", "macvlan", "vxlan", "geneve"].contains(&l.driver.as_str()) {
+        1
+    } else {
+        2
+    };
+    (class, l.ifindex)
+}
+
+/// The node's devices but those in `skip` (the pods' host ends) and those
+/// whose other end is in a pod's namespace (`pods`: those namespaces' ids
+/// in the node's), read for `budget` at most.
+pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, pods: &HashSet<i32>, budget: Duration) -> HostDevices {
     let started = Instant::now();
-    let (links, undecodable) = match node.links(DUMP_MAX) {
+    let mut dumped = node.links(DUMP_MAX);
+    for _ in 1..DUMP_TRIES {
+        if dumped.is_ok() || started.elapsed() > budget {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        dumped = node.links(DUMP_MAX);
+    }
+    let (links, undecodable) = match dumped {
         Ok(l) => l,
         Err(e) => return HostDevices { error: Some(e.to_string()), ..Default::default() },
     };
-    let mut mine: Vec<&Link> = links.iter().filter(|l| !skip.contains(&l.ifindex)).collect();
-    mine.sort_by_key(|l| l.ifindex);
+    let mut mine: Vec<&Link> = links
+        .iter()
+        .filter(|l| !skip.contains(&l.ifindex) && !l.peer_nsid.is_some_and(|n| pods.contains(&n)))
+        .collect();
+    mine.sort_by_key(|l| rank(l));
     let not_read = mine.len().saturating_sub(DEVICES_MAX) as u64 + undecodable;
     let mut devices = Vec::new();
+    let mut listed = 0;
     for l in mine.into_iter().take(DEVICES_MAX) {
         let mut d = Device {
             ifindex: l.ifindex,
@@ -47,12 +95,16 @@ pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, budget: Duration) ->
         };
         if started.elapsed() > budget {
             d.errors.push(format!("not read: the read's {}s were spent", budget.as_secs()));
+        } else if listed >= PROGRAMS_MAX {
+            d.errors.push(format!("not read: {PROGRAMS_MAX} programs of the node's devices are listed already"));
         } else {
             read_device(node, &mut d, l);
+            listed += d.programs.len();
         }
         devices.push(d);
     }
-    HostDevices { error: None, not_read, devices }
+    devices.sort_by_key(|d| d.ifindex);
+    HostDevices { error: None, kept_after: None, not_read, devices }
 }
 
 /// Every hook of one device, each hook's programs in the order they run.

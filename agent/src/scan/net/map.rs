@@ -47,8 +47,9 @@ pub struct PodSide {
     /// The id the node's namespace has in the pod's (`None`: nothing
     /// there leads into the node's).
     pub node_id: Option<i32>,
-    /// When `eth0` is not a pair into the node's namespace: how many of
-    /// the pod's other interfaces lead there, of any driver.
+    /// How many of the pod's interfaces other than `eth0` lead into the
+    /// node's namespace, of any driver (a macvlan or ipvlan on the node's
+    /// NIC, a veth, a tunnel).
     pub into_node: usize,
 }
 
@@ -73,8 +74,9 @@ pub enum PairRead {
     /// No `eth0` pair and nothing else into the node's namespace (no
     /// network, or an ipvlan or macvlan `eth0`).
     NoPodInterface,
-    /// The host end of its `eth0` pair, validated from both ends.
-    Pair(Link),
+    /// The host end of its `eth0` pair, validated from both ends, and how
+    /// many other interfaces of the pod lead into the node's namespace.
+    Pair(Link, usize),
     /// It could not be read or is not judged, and why.
     Failed(String),
 }
@@ -118,7 +120,7 @@ pub fn pair_of(side: &PodSide, host: Option<Link>, pod_nsid: i32) -> PairRead {
             && h.peer_ifindex == Some(eth0.ifindex)
     });
     match named_back {
-        Some(h) => PairRead::Pair(h),
+        Some(h) => PairRead::Pair(h, side.into_node),
         None => PairRead::Failed(format!(
             "its {POD_IFNAME}'s other end (index {} in the node's network namespace) does not name it back: not judged",
             eth0.peer_ifindex.unwrap_or(0)
@@ -126,7 +128,8 @@ pub fn pair_of(side: &PodSide, host: Option<Link>, pod_nsid: i32) -> PairRead {
     }
 }
 
-/// A host interface as the pods' section lists it.
+/// A host interface as the pods' section lists it (its bridge named once
+/// the node's side is read).
 pub fn interface_of(l: &Link) -> Interface {
     Interface {
         ifindex: l.ifindex,
@@ -134,6 +137,9 @@ pub fn interface_of(l: &Link) -> Interface {
         driver: l.driver.clone(),
         programs: Vec::new(),
         errors: Vec::new(),
+        netkit_peer_policy: l.netkit_peer_policy,
+        master: l.master,
+        bridge: None,
     }
 }
 
@@ -155,7 +161,9 @@ pub fn pods_on_pairs(pods: Vec<PodProbe>, pairs: &HashMap<i32, PairRead>) -> Vec
                     Some(None) => Net::Unreadable { reason: "its network namespace was not read".into() },
                     Some(Some(PairRead::Failed(why))) => Net::Unreadable { reason: why.clone() },
                     Some(Some(PairRead::NoPodInterface)) => Net::NoHostInterface,
-                    Some(Some(PairRead::Pair(host))) => Net::Interfaces { interfaces: vec![interface_of(host)] },
+                    Some(Some(PairRead::Pair(host, others))) => {
+                        Net::Interfaces { interfaces: vec![interface_of(host)], other_links_into_node: *others }
+                    }
                 },
             };
             PodNet { pod_uid: p.pod_uid, namespace: None, name: None, cgroup: p.cgroup, started: p.started, net }
@@ -180,6 +188,7 @@ mod tests {
             xdp_prog_id: None,
             xdp_mode: None,
             master: None,
+            netkit_peer_policy: None,
         }
     }
 
@@ -196,6 +205,7 @@ mod tests {
             xdp_prog_id: None,
             xdp_mode: None,
             master: None,
+            netkit_peer_policy: None,
         }
     }
 

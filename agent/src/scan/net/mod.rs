@@ -81,6 +81,8 @@ pub struct Pins {
     pub maps: Vec<OwnerMap>,
     /// What could not be read there.
     pub errors: Vec<ScanError>,
+    /// bpffs mounts a later mount hides, with the pins in them.
+    pub hidden: Vec<crate::mounts::HiddenBpffs>,
 }
 
 /// Reads what the owners pinned, every pod's network and the node's own
@@ -99,6 +101,7 @@ pub fn read(
     let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut pins = Pins::default();
     (pins.pins, pins.maps) = super::owner_pins::owner_pins(proc, budget, &mut pins.errors);
+    pins.hidden = super::owner_pins::hidden_bpffs(proc, &mut pins.errors);
     let host_path = proc.join("1/ns/net");
     let host = match std::fs::File::open(&host_path) {
         Ok(f) => OwnedFd::from(f),
@@ -192,7 +195,7 @@ pub fn read(
             let xdp: HashMap<u32, Option<u32>> = pairs
                 .values()
                 .filter_map(|r| match r {
-                    map::PairRead::Pair(h) => Some((h.ifindex, h.xdp_prog_id)),
+                    map::PairRead::Pair(h, _) => Some((h.ifindex, h.xdp_prog_id)),
                     _ => None,
                 })
                 .collect();
@@ -202,12 +205,16 @@ pub fn read(
                     continue;
                 }
                 read_programs(&mut node, i, xdp.get(&i.ifindex).copied().flatten());
+                if let Some(master) = i.master {
+                    i.bridge = node.link_at(master).ok().flatten().map(|l| l.name);
+                }
             }
             // The node's own devices, the pods' host ends left to their
             // section; with a budget of their own.
             let skip: std::collections::HashSet<u32> =
                 pods.iter().flat_map(PodNet::interfaces).map(|i| i.ifindex).collect();
-            let devices = devices::read(&mut node, &skip, READ_BUDGET);
+            let pod_nsids: std::collections::HashSet<i32> = nsids.values().flatten().copied().collect();
+            let devices = devices::read(&mut node, &skip, &pod_nsids, READ_BUDGET);
             Ok((pods, devices))
         })
         .join()
@@ -239,16 +246,29 @@ fn pod_side(pod_ns: BorrowedFd<'_>, node_ns: BorrowedFd<'_>) -> Result<map::PodS
     let eth0 = pod.link_named(map::POD_IFNAME).map_err(|e| e.to_string())?.filter(|l| l.name == map::POD_IFNAME);
     let node_id = pod.nsid(node_ns).map_err(|e| e.to_string())?;
     let mut side = map::PodSide { eth0, node_id, into_node: 0 };
-    if let (false, Some(node)) = (side.pairs_into_node(), node_id) {
-        let (links, _) = pod.links(POD_LINKS_MAX).map_err(|e| e.to_string())?;
+    // Every other way out of it into the node's namespace, whatever its
+    // `eth0` is: a pod that keeps its CNI pair and routes through a
+    // macvlan on the node's NIC bypasses the CNI (issue 47 red team, N2).
+    // A link that cannot be decoded (a name that is not UTF-8) is not
+    // skipped: the pod is not judged (N1).
+    if let Some(node) = node_id {
+        let (links, undecodable) = pod.links(POD_LINKS_MAX).map_err(|e| e.to_string())?;
+        if undecodable > 0 {
+            return Err(format!(
+                "{undecodable} interface(s) of its network namespace could not be decoded (a name that is not UTF-8?): not judged"
+            ));
+        }
         let eth0 = side.eth0.as_ref().map(|l| l.ifindex);
-        side.into_node = links.iter().filter(|l| l.peer_nsid == Some(node) && Some(l.ifindex) != eth0).count();
+        side.into_node = links
+            .iter()
+            .filter(|l| Some(l.ifindex) != eth0 && (l.peer_nsid == Some(node) || l.driver == "wireguard"))
+            .count();
     }
     Ok(side)
 }
 
-/// The most links of a pod's own namespace read, when its `eth0` is no
-/// pair into the node: past it, the pod is unreadable.
+/// The most links of a pod's own namespace read: past it, the pod is
+/// unreadable.
 const POD_LINKS_MAX: usize = 64;
 
 /// The pair a pod's side names, its host end read from the node's side

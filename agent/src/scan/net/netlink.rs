@@ -20,7 +20,7 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::link::{
-    InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp, XdpAttached,
+    InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp, NetkitPolicy, XdpAttached,
 };
 use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
 use netlink_packet_route::tc::{TcHandle, TcMessage};
@@ -75,6 +75,9 @@ pub struct Link {
     pub xdp_mode: Option<crate::snapshot::devices::XdpMode>,
     /// The device it is enslaved to (`IFLA_MASTER`: a bridge, a bond).
     pub master: Option<u32>,
+    /// netkit: what its peer's transmit does with no program there
+    /// (`IFLA_NETKIT_PEER_POLICY`): `forward` or `blackhole`.
+    pub netkit_peer_policy: Option<&'static str>,
 }
 
 /// Where on an interface a tc filter sits: clsact's two hooks.
@@ -349,6 +352,7 @@ fn link(l: &LinkMessage) -> Link {
         xdp_prog_id: None,
         xdp_mode: None,
         master: None,
+        netkit_peer_policy: None,
     };
     for a in &l.attributes {
         match a {
@@ -377,7 +381,16 @@ fn link(l: &LinkMessage) -> Link {
                             out.netkit_primary = n.iter().find_map(|n| match n {
                                 InfoNetkit::Primary(p) => Some(*p),
                                 _ => None,
-                            })
+                            });
+                            out.netkit_peer_policy = n.iter().find_map(|n| match n {
+                                InfoNetkit::PeerPolicy(p) => Some(match p {
+                                    NetkitPolicy::Pass => "forward",
+                                    NetkitPolicy::Drop => "blackhole",
+                                    NetkitPolicy::Redirect => "redirect",
+                                    _ => "unknown",
+                                }),
+                                _ => None,
+                            });
                         }
                         _ => {}
                     }
