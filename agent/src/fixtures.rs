@@ -121,6 +121,7 @@ pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut AgentProcess 
         socket_lb,
         evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into(),
         bpf_dataplane: None,
+        devices: None,
     };
     a
 }

@@ -53,11 +53,11 @@ impl CiliumAgent {
         Self::start_as(config, "unshare --net", "", "")
     }
 
-    /// Inside the sandbox node whose PID 1 is `pid1` (its PID and mount
-    /// namespaces), as root: the node's own agent, which an audit run in
-    /// that node sees running.
+    /// Inside the sandbox node whose PID 1 is `pid1` (its PID, mount and
+    /// network namespaces), as root: the node's own agent, on its network,
+    /// which an audit run in that node sees running.
     pub fn in_node(pid1: u32, config: &[(&str, &str)]) -> CiliumAgent {
-        let outer = format!("nsenter --target {pid1} --pid --mount --");
+        let outer = format!("nsenter --target {pid1} --pid --mount --net --");
         Self::start_as(config, &outer, "", "")
     }
 

@@ -21,6 +21,7 @@ use crate::snapshot::net::{HookProof, IfHook, Via};
 
 pub(super) const DUPLICATE_EXPLANATION: &str = "an owner's program is on one device and direction more than once (two tcx links, two tc filters, or tc beside tcx): every copy runs, the older ones usually leftovers of an agent restart, and the node's traffic through that device is handled twice or dropped.";
 pub(super) const NEVER_RUNS_EXPLANATION: &str = "a program sits after an owner's terminal program on the same device and hook: the owner's program decides every packet and passes none on, so the one after it never runs.";
+pub(super) const NOT_MEANT_EXPLANATION: &str = "an owner's programs are on a device its own configuration does not name for its datapath: a device auto-detected, or dropped from the configuration and never cleaned up.";
 pub(super) const SHADOWED_EXPLANATION: &str = "a bpffs is mounted over the node's bpffs: the pins in the hidden one are out of every reader's reach, the CNI agent's included, which then attaches its programs again beside the old ones.";
 pub(super) const LEFTOVER_EXPLANATION: &str = "an owner's programs are on the node's devices while its agent does not run and nothing on the node configures it any more: left by an uninstall that did not clean up, they keep deciding the node's traffic, often by dropping it.";
 
@@ -396,6 +397,59 @@ pub(super) fn shadowed(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// An owner's programs on a device its own configuration does not name
+/// (Cilium's `devices`, Calico's `FELIX_BPFDATAIFACEPATTERN`, as its
+/// running agent has them): a device auto-detected that should not be
+/// (cilium#48695: tailscale0 and wg0, re-linked again and again), or one
+/// dropped from the pattern and never cleaned (calico#6450). One finding
+/// per owner and device; only where the configuration says which devices.
+pub(super) fn not_meant(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let snap = cx.snap;
+    if snap.pins_unread.is_some() {
+        return;
+    }
+    for agent in cx.agents_of(Owner::Cilium).chain(cx.agents_of(Owner::Calico)) {
+        let Some(configured) = agent.intent.devices.as_deref() else { continue };
+        let owner = agent.owner;
+        for d in &snap.devices.devices {
+            let mine: Vec<&DeviceProgram> = d.programs.iter().filter(|p| p.owner == Some(owner)).collect();
+            let Some(first) = mine.first() else { continue };
+            if crate::owner::registry::meant_device(owner, configured, &d.name) != Some(false) {
+                continue;
+            }
+            let key = match owner {
+                Owner::Cilium => "devices",
+                _ => "FELIX_BPFDATAIFACEPATTERN",
+            };
+            let listed: Vec<String> = mine.iter().take(4).map(|p| described(p)).collect();
+            let message = format!(
+                "{title}'s programs are on device {dev} ({list}), which its configuration does not name for its \
+                 datapath ({key}={configured}): {title} decides that device's traffic though nobody meant it to \
+                 (cilium#48695, calico#6450).",
+                title = owner.title(),
+                dev = d.name,
+                list = listed.join(", "),
+            );
+            let remediation = format!(
+                "If {title} should handle {dev}, add it to {key}; if not, restart {title}'s agent on this node so \
+                 that it detaches from devices it no longer means (its cleanup), or detach them yourself (`{cmd}`).",
+                title = owner.title(),
+                dev = d.name,
+                cmd = detach_command(d, first),
+            );
+            let mut f = Finding::new(Kind::DeviceNotMeant, Severity::Warning, message, remediation);
+            f.owner = Some(owner);
+            f.prog_id = Some(first.prog_id);
+            f.prog_name = Some(first.prog_name.clone());
+            f.count = Some(mine.len() as u64);
+            f.interfaces.push(device_ref(d));
+            out.push(f);
+        }
+        // One agent of an owner says it.
+        break;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,6 +655,28 @@ mod tests {
         assert!(l.remediation.contains("tc filter del dev eth0 ingress pref 1 handle 0x1 bpf"), "{}", l.remediation);
         s.pod_networks.configured.push(Configured { owner: Owner::Cilium, source: "05-cilium.conflist".into() });
         assert!(!judged(&s).iter().any(|f| f.kind == Kind::DeviceLeftoverPrograms));
+    }
+
+    /// cilium#48695: Cilium's programs on a device its `devices` does not
+    /// name are said; on one it names (by prefix), or its own, nothing.
+    #[test]
+    fn ciliums_programs_on_a_device_its_configuration_does_not_name_are_said() {
+        let netdev = |ifindex, name: &str| {
+            device(
+                ifindex,
+                name,
+                vec![prog(IfHook::TcxIngress, 0, 10 + ifindex, "cil_from_netdev", Via::Link { link_id: 5 }, &[CALLS])],
+            )
+        };
+        let mut s = cilium_node(vec![netdev(2, "eth0"), netdev(3, "tailscale0"), netdev(4, "cilium_host")]);
+        s.agents[0].intent.devices = Some("eth+".into());
+        let f = judged(&s);
+        let [n] = &f[..] else { panic!("{f:#?}") };
+        assert_eq!((n.kind, n.severity, n.prog_id), (Kind::DeviceNotMeant, Severity::Warning, Some(13)));
+        assert!(n.message.contains("device tailscale0") && n.message.contains("devices=eth+"), "{}", n.message);
+        // Auto-detected (not set): not judged.
+        s.agents[0].intent.devices = None;
+        assert!(judged(&s).is_empty());
     }
 
     /// cilium#47847: a bpffs over the node's hides its pins; with a copy of

@@ -86,6 +86,7 @@ pub enum Kind {
     DeviceProgramNeverRuns,
     DeviceLeftoverPrograms,
     BpffsShadowed,
+    DeviceNotMeant,
 }
 
 impl Kind {
@@ -117,7 +118,8 @@ impl Kind {
             | Kind::RootHookBelowRoot
             | Kind::SockmapBesideSocketLb
             | Kind::PodNetworkUnreadable
-            | Kind::DeviceProgramNeverRuns => &[Severity::Warning],
+            | Kind::DeviceProgramNeverRuns
+            | Kind::DeviceNotMeant => &[Severity::Warning],
         }
     }
 
@@ -145,6 +147,7 @@ impl Kind {
             Kind::DeviceProgramNeverRuns => devices::NEVER_RUNS_EXPLANATION,
             Kind::DeviceLeftoverPrograms => devices::LEFTOVER_EXPLANATION,
             Kind::BpffsShadowed => devices::SHADOWED_EXPLANATION,
+            Kind::DeviceNotMeant => devices::NOT_MEANT_EXPLANATION,
         }
     }
 }
@@ -522,6 +525,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     devices::never_runs(&cx, &mut out);
     devices::leftovers(&cx, &mut out);
     devices::shadowed(&cx, &mut out);
+    devices::not_meant(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.

@@ -767,6 +767,54 @@ pub static DATAPATHS: &[Datapath] = &[
     },
 ];
 
+/// Whether `owner`'s configuration (`configured`, as its agent has it:
+/// `scan::intent`) means its datapath for `device`; `None`: not known
+/// (an owner whose configuration is not read, or a pattern that is not
+/// one). Each owner's own devices are always meant.
+/// - Cilium's `devices`: names separated by spaces or commas, a trailing
+///   `+` a prefix (pkg/datapath/linux: `--devices=eth+`); its own devices
+///   `cilium_*` and its endpoints' `lxc*`; an exclusion (`!eth1`) is not
+///   judged.
+/// - Calico's `FELIX_BPFDATAIFACEPATTERN`: a regular expression; its own
+///   `cali*` workloads and special devices (felix/bpf bpf_ep_mgr.go).
+pub fn meant_device(owner: Owner, configured: &str, device: &str) -> Option<bool> {
+    match owner {
+        Owner::Cilium => {
+            if device.starts_with("cilium_") || device.starts_with("lxc") {
+                return Some(true);
+            }
+            let entries: Vec<&str> = configured.split([' ', ',', '\n']).filter(|p| !p.is_empty()).collect();
+            // A form this rule does not know (an exclusion, as some
+            // releases allow): not judged rather than guessed.
+            if entries.iter().any(|p| p.starts_with('!')) {
+                return None;
+            }
+            Some(entries.iter().any(|p| match p.strip_suffix('+') {
+                Some(prefix) => device.starts_with(prefix),
+                None => device == *p,
+            }))
+        }
+        Owner::Calico => {
+            const OWN: &[&str] = &[
+                "bpfout.cali",
+                "bpfin.cali",
+                "tunl0",
+                "vxlan.calico",
+                "vxlan-v6.calico",
+                "wireguard.cali",
+                "wg-v6.cali",
+                "egress.calico",
+            ];
+            if device.starts_with("cali") || OWN.contains(&device) {
+                return Some(true);
+            }
+            let re = regex::RegexBuilder::new(configured).size_limit(1 << 20).build().ok()?;
+            Some(re.is_match(device))
+        }
+        _ => None,
+    }
+}
+
 /// The owner whose device program `name` on `direction` is, by name (a
 /// claim, never a proof: `findings::devices` proves it).
 pub fn device_program_of(name: &str, direction: Direction) -> Option<(&'static Datapath, &'static DeviceProgram)> {
@@ -784,4 +832,30 @@ pub fn datapath_of(name: &str) -> Option<&'static Datapath> {
 /// An owner's entry.
 pub fn spec(owner: Owner) -> Option<&'static Spec> {
     OWNERS.iter().find(|s| s.owner == owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cilium's rule as pkg/datapath/tables has it (a name, or a prefix
+    /// with `+`); Calico's a regular expression; each one's own devices
+    /// always meant; what neither rule knows is not judged.
+    #[test]
+    fn a_device_is_meant_as_each_cnis_own_filter_says() {
+        let c = |cfg, dev| meant_device(Owner::Cilium, cfg, dev);
+        assert_eq!(c("eth+ ens5", "eth1"), Some(true));
+        assert_eq!(c("eth+,ens5", "ens5"), Some(true));
+        assert_eq!(c("eth+ ens5", "ens50"), Some(false));
+        assert_eq!(c("eth0", "tailscale0"), Some(false));
+        assert_eq!(c("eth0", "cilium_host"), Some(true));
+        assert_eq!(c("eth0", "lxc12ab"), Some(true));
+        assert_eq!(c("!eth1", "eth0"), None);
+        let k = |cfg, dev| meant_device(Owner::Calico, cfg, dev);
+        assert_eq!(k("^(en.*|eth.*)$", "ens5"), Some(true));
+        assert_eq!(k("^(en.*|eth.*)$", "wg0"), Some(false));
+        assert_eq!(k("^eth0$", "cali1234"), Some(true));
+        assert_eq!(k("(unclosed", "eth0"), None);
+        assert_eq!(meant_device(Owner::Kmesh, "eth0", "eth1"), None);
+    }
 }

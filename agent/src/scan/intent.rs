@@ -49,7 +49,10 @@ fn cilium(dir: &Path) -> Intent {
     };
     let value = |key: &str| in_root(&root, &Path::new(&config_dir).join(key));
     let [kpr, sock, hostns] = CILIUM_KEYS.map(value);
-    cilium_intent(kpr.as_deref(), sock.as_deref(), hostns.as_deref(), &config_dir)
+    let mut intent = cilium_intent(kpr.as_deref(), sock.as_deref(), hostns.as_deref(), &config_dir);
+    // The devices its datapath is for (unset: auto-detected).
+    intent.devices = value("devices").filter(|d| !d.is_empty());
+    intent
 }
 
 /// Cilium's socket LB from its three keys (`None`: the file is absent).
@@ -72,7 +75,7 @@ pub fn cilium_intent(kpr: Option<&str>, sock: Option<&str>, hostns: Option<&str>
         (Some(false), Some(false), _) | (Some(false), None, _) | (None, Some(false), _) => SocketLb::Off,
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: None }
+    Intent { socket_lb, evidence, bpf_dataplane: None, devices: None }
 }
 
 /// `--config-dir=X` or `--config-dir X` in a NUL-separated command line.
@@ -90,7 +93,9 @@ fn calico(dir: &Path) -> Intent {
         return Intent::unknown("the agent's environment could not be read");
     };
     let [bpf, ctlb, ctlb_legacy] = CALICO_KEYS.map(|key| env_value(&environ, key));
-    calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref())
+    let mut intent = calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref());
+    intent.devices = env_value(&environ, "FELIX_BPFDATAIFACEPATTERN").filter(|d| !d.is_empty());
+    intent
 }
 
 fn env_value(environ: &[u8], key: &str) -> Option<String> {
@@ -124,7 +129,7 @@ pub fn calico_intent(bpf: Option<&str>, ctlb: Option<&str>, ctlb_legacy: Option<
         }
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes) }
+    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes), devices: None }
 }
 
 /// The trimmed contents of `path` inside the root open at `root`: links

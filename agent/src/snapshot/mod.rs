@@ -165,11 +165,17 @@ pub struct Intent {
     /// its per-endpoint eBPF datapath runs (`scan::net::config`).
     #[serde(skip)]
     pub bpf_dataplane: Option<bool>,
+    /// The devices its configuration names for its datapath, as written
+    /// there (Cilium's `devices`: names, `+` a prefix; Calico's
+    /// `FELIX_BPFDATAIFACEPATTERN`: a regular expression); `None`: not set
+    /// (auto-detected), or not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<String>,
 }
 
 impl Intent {
     pub fn unknown(why: impl Into<String>) -> Intent {
-        Intent { socket_lb: SocketLb::Unknown, evidence: why.into(), bpf_dataplane: None }
+        Intent { socket_lb: SocketLb::Unknown, evidence: why.into(), bpf_dataplane: None, devices: None }
     }
 }
 

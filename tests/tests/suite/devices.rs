@@ -21,12 +21,17 @@ const CILIUM_CONFLIST: &str = r#"{"cniVersion":"0.3.1","name":"cilium","plugins"
 struct DeviceNode {
     node: Sandbox,
     t: TestCgroup,
-    /// The process named `cilium-agent` on the node's network, while it runs.
-    agent: Option<std::process::Child>,
+    /// Cilium's agent on the node's network, while it runs.
+    agent: Option<CiliumAgent>,
 }
 
 impl DeviceNode {
     fn new() -> DeviceNode {
+        Self::with_config(&[])
+    }
+
+    /// A node whose Cilium agent's configuration says `config`.
+    fn with_config(config: &[(&str, &str)]) -> DeviceNode {
         let t = TestCgroup::new("devices");
         let node = Sandbox::with_network(&format!(
             "mount -t tmpfs tmpfs /run\nmount -t bpf bpf /sys/fs/bpf\n\
@@ -37,11 +42,7 @@ impl DeviceNode {
              ip addr add {node_ip}/32 dev lo",
             node_ip = std::net::Ipv4Addr::from(integration_tests::net::NODE_IP)
         ));
-        let agent = node
-            .command_on_network(&fixture_bin(), &["named", "cilium-agent"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("cilium-agent");
+        let agent = CiliumAgent::in_node(node.pid1, config);
         DeviceNode { node, t, agent: Some(agent) }
     }
 
@@ -67,40 +68,10 @@ impl DeviceNode {
         (ids[0], ids[1])
     }
 
-    /// Cilium's agent stops (its pod deleted; its programs stay): the
-    /// process nsenter forked into the node's PID namespace, then nsenter.
+    /// Cilium's agent stops (its pod deleted; its programs stay): gone
+    /// before the next audit looks.
     fn stop_agent(&mut self) {
-        let Some(mut a) = self.agent.take() else { return };
-        let ns = |pid: &str| {
-            std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok()
-        };
-        let node = ns(&self.node.pid1.to_string());
-        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let pid = e.file_name().to_string_lossy().into_owned();
-            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            if comm.trim() == "cilium-agent" && node.is_some() && ns(&pid) == node {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid.parse().unwrap_or(0)),
-                    nix::sys::signal::SIGKILL,
-                );
-            }
-        }
-        let _ = a.kill();
-        let _ = a.wait();
-        // Gone (or a zombie, which no reader takes for an agent) before the
-        // audit looks.
-        let running = || {
-            std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
-                let pid = e.file_name().to_string_lossy().into_owned();
-                let alive = std::fs::read_to_string(e.path().join("stat"))
-                    .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')));
-                alive
-                    && node.is_some()
-                    && ns(&pid) == node
-                    && std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "cilium-agent")
-            })
-        };
-        wait_until(std::time::Duration::from_secs(5), || !running());
+        drop(self.agent.take());
     }
 
     fn audit(&self) -> (Value, Run) {
@@ -117,12 +88,6 @@ impl DeviceNode {
     }
 }
 
-impl Drop for DeviceNode {
-    fn drop(&mut self) {
-        self.stop_agent();
-    }
-}
-
 fn eth1(report: &Value) -> &Value {
     let devices = report["datapath"]["devices"]["devices"].as_array().expect("datapath.devices.devices");
     devices.iter().find(|d| d["name"] == "eth1").unwrap_or_else(|| panic!("no eth1 in {devices:#?}"))
@@ -132,8 +97,13 @@ fn of_kind<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).collect()
 }
 
-const DEVICE_KINDS: [&str; 4] =
-    ["device_duplicate_programs", "device_program_never_runs", "device_leftover_programs", "bpffs_shadowed"];
+const DEVICE_KINDS: [&str; 5] = [
+    "device_duplicate_programs",
+    "device_program_never_runs",
+    "device_leftover_programs",
+    "bpffs_shadowed",
+    "device_not_meant",
+];
 
 /// The healthy node: Cilium's two device programs where its pins say,
 /// once each; listed with owner and proof, nothing raised; what is sent
@@ -269,6 +239,29 @@ fn a_changed_filter_priority_leaves_the_old_filters_named_stale() {
     let proofs: Vec<&str> =
         eth1(&report)["programs"].as_array().unwrap().iter().map(|p| p["proof"].as_str().unwrap_or("-")).collect();
     assert!(proofs.iter().all(|p| *p == "maps_pinned"), "{proofs:?}");
+}
+
+/// cilium#48695: Cilium's agent configured for `devices=eth0` with its
+/// programs on eth1 (auto-detected once, or dropped from the list and never
+/// cleaned): said, a warning, with Cilium's own fix.
+#[test]
+fn ciliums_programs_on_a_device_its_configuration_does_not_name_are_said() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let n = DeviceNode::with_config(&[("devices", "eth0")]);
+    let (from, _) = n.attach(None);
+    let (report, _) = n.audit();
+    let found = of_kind(&report, "device_not_meant");
+    let [f] = found[..] else { panic!("{:#}", report["findings"]) };
+    assert_eq!((f["severity"].as_str(), f["prog_id"].as_u64()), (Some("warning"), Some(u64::from(from))), "{f:#}");
+    assert!(f["message"].as_str().unwrap().contains("(devices=eth0)"), "{f:#}");
+    // Named there (by prefix): nothing.
+    drop(n);
+    let n = DeviceNode::with_config(&[("devices", "eth+")]);
+    n.attach(None);
+    let (report, _) = n.audit();
+    assert!(of_kind(&report, "device_not_meant").is_empty(), "{:#}", report["findings"]);
 }
 
 /// cilium#41393: a monitoring program attached as a legacy tc filter on a
