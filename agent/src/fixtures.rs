@@ -122,6 +122,7 @@ pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut AgentProcess 
         evidence: "kube-proxy-replacement=true (in /tmp/cilium/config-map)".into(),
         bpf_dataplane: None,
         devices: None,
+        l3_devices: None,
     };
     a
 }

@@ -91,6 +91,10 @@ enum Task {
         /// connections (the probes' success rate).
         #[arg(long)]
         hostile: bool,
+        /// Only the node's devices: the audit on a node of 64 devices with
+        /// 4 Cilium programs each, beside `bpftool net show`.
+        #[arg(long)]
+        devices: bool,
         /// Only the daemon's CPU on one node of this many cgroups, idle and
         /// under 5 container starts/s, `--rounds` times (to see the spread).
         #[arg(long, value_name = "CGROUPS")]
@@ -140,13 +144,19 @@ fn main() -> ExitCode {
                 None => Ok(tag),
             })
             .map(|_| ExitCode::SUCCESS),
-        Task::Bench { quick, audit, daemon, tax, hostile, churn, rounds } => {
-            let mut flags: Vec<String> =
-                [(quick, "--quick"), (audit, "--audit"), (daemon, "--daemon"), (tax, "--tax"), (hostile, "--hostile")]
-                    .into_iter()
-                    .filter(|(on, _)| *on)
-                    .map(|(_, f)| f.to_owned())
-                    .collect();
+        Task::Bench { quick, audit, daemon, tax, hostile, devices, churn, rounds } => {
+            let mut flags: Vec<String> = [
+                (quick, "--quick"),
+                (audit, "--audit"),
+                (daemon, "--daemon"),
+                (tax, "--tax"),
+                (hostile, "--hostile"),
+                (devices, "--devices"),
+            ]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, f)| f.to_owned())
+            .collect();
             if let Some(n) = churn {
                 flags.extend(["--churn".into(), n.to_string(), "--rounds".into(), rounds.to_string()]);
             }

@@ -408,30 +408,39 @@ pub(super) fn not_meant(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     if snap.pins_unread.is_some() {
         return;
     }
+    let mut judged: Vec<Owner> = Vec::new();
     for agent in cx.agents_of(Owner::Cilium).chain(cx.agents_of(Owner::Calico)) {
         let Some(configured) = agent.intent.devices.as_deref() else { continue };
         let owner = agent.owner;
+        // One agent of an owner says it (red team R3: not one for all).
+        if judged.contains(&owner) {
+            continue;
+        }
+        judged.push(owner);
+        let l3 = agent.intent.l3_devices.as_deref();
         for d in &snap.devices.devices {
             let mine: Vec<&DeviceProgram> = d.programs.iter().filter(|p| p.owner == Some(owner)).collect();
             let Some(first) = mine.first() else { continue };
-            if crate::owner::registry::meant_device(owner, configured, &d.name) != Some(false) {
+            if crate::owner::registry::meant_device(owner, configured, l3, &d.name, &d.driver) != Some(false) {
                 continue;
             }
-            let key = match owner {
-                Owner::Cilium => "devices",
-                _ => "FELIX_BPFDATAIFACEPATTERN",
+            let setting = if owner == Owner::Cilium { "devices" } else { "FELIX_BPFDATAIFACEPATTERN" };
+            let key = match (owner, l3) {
+                (Owner::Cilium, _) => format!("devices={configured}"),
+                (_, None) => format!("FELIX_BPFDATAIFACEPATTERN={configured}"),
+                (_, Some(l3)) => format!("FELIX_BPFDATAIFACEPATTERN={configured}, FELIX_BPFL3IFACEPATTERN={l3}"),
             };
             let listed: Vec<String> = mine.iter().take(4).map(|p| described(p)).collect();
             let message = format!(
                 "{title}'s programs are on device {dev} ({list}), which its configuration does not name for its \
-                 datapath ({key}={configured}): {title} decides that device's traffic though nobody meant it to \
+                 datapath ({key}): {title} decides that device's traffic though nobody meant it to \
                  (cilium#48695, calico#6450).",
                 title = owner.title(),
                 dev = d.name,
                 list = listed.join(", "),
             );
             let remediation = format!(
-                "If {title} should handle {dev}, add it to {key}; if not, restart {title}'s agent on this node so \
+                "If {title} should handle {dev}, add it to {setting}; if not, restart {title}'s agent on this node so \
                  that it detaches from devices it no longer means (its cleanup), or detach them yourself (`{cmd}`).",
                 title = owner.title(),
                 dev = d.name,
@@ -445,8 +454,6 @@ pub(super) fn not_meant(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             f.interfaces.push(device_ref(d));
             out.push(f);
         }
-        // One agent of an owner says it.
-        break;
     }
 }
 

@@ -583,6 +583,16 @@ pub fn incomplete(snap: &Snapshot) -> Option<String> {
     {
         return Some(format!("the node's devices could not be read ({error})"));
     }
+    // More devices than are read, or some that cannot be decoded: a
+    // device finding on those cannot be (red team R1: a pod's thousand
+    // decoys must not leave the node "OK").
+    if snap.devices.not_read > 0 {
+        return Some(format!(
+            "{} of the node's network devices were not read (more than the audit reads, or names it cannot \
+             decode): a problem on them cannot be seen",
+            snap.devices.not_read
+        ));
+    }
     if snap.root.kind == RootKind::Namespaced {
         return Some(snap.root.note.clone().unwrap_or_else(|| "the audit saw only a namespaced view".to_owned()));
     }

@@ -767,6 +767,10 @@ pub static DATAPATHS: &[Datapath] = &[
     },
 ];
 
+/// Device drivers of tunnels (`IFLA_INFO_KIND`): what Calico's L3 pattern
+/// is for.
+const TUNNELS: &[&str] = &["wireguard", "ipip", "ip6tnl", "gre", "ip6gre", "sit", "vxlan", "geneve", "tun"];
+
 /// Whether `owner`'s configuration (`configured`, as its agent has it:
 /// `scan::intent`) means its datapath for `device`; `None`: not known
 /// (an owner whose configuration is not read, or a pattern that is not
@@ -776,8 +780,12 @@ pub static DATAPATHS: &[Datapath] = &[
 ///   `cilium_*` and its endpoints' `lxc*`; an exclusion (`!eth1`) is not
 ///   judged.
 /// - Calico's `FELIX_BPFDATAIFACEPATTERN`: a regular expression; its own
-///   `cali*` workloads and special devices (felix/bpf bpf_ep_mgr.go).
-pub fn meant_device(owner: Owner, configured: &str, device: &str) -> Option<bool> {
+///   `cali*` workloads and special devices (felix/bpf bpf_ep_mgr.go); and
+///   `l3`, its `FELIX_BPFL3IFACEPATTERN` (tunnels, meant in addition). With
+///   no `l3` from the agent's environment it may come from a
+///   FelixConfiguration the node cannot read: a tunnel (`driver`
+///   wireguard, ipip, vxlan, ...) is then not judged.
+pub fn meant_device(owner: Owner, configured: &str, l3: Option<&str>, device: &str, driver: &str) -> Option<bool> {
     match owner {
         Owner::Cilium => {
             if device.starts_with("cilium_") || device.starts_with("lxc") {
@@ -808,8 +816,17 @@ pub fn meant_device(owner: Owner, configured: &str, device: &str) -> Option<bool
             if device.starts_with("cali") || OWN.contains(&device) {
                 return Some(true);
             }
-            let re = regex::RegexBuilder::new(configured).size_limit(1 << 20).build().ok()?;
-            Some(re.is_match(device))
+            let matches = |pattern: &str| {
+                regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().ok().map(|re| re.is_match(device))
+            };
+            if matches(configured)? {
+                return Some(true);
+            }
+            match l3 {
+                Some(l3) => matches(l3),
+                None if TUNNELS.contains(&driver) => None,
+                None => Some(false),
+            }
         }
         _ => None,
     }
@@ -843,7 +860,7 @@ mod tests {
     /// always meant; what neither rule knows is not judged.
     #[test]
     fn a_device_is_meant_as_each_cnis_own_filter_says() {
-        let c = |cfg, dev| meant_device(Owner::Cilium, cfg, dev);
+        let c = |cfg, dev| meant_device(Owner::Cilium, cfg, None, dev, "");
         assert_eq!(c("eth+ ens5", "eth1"), Some(true));
         assert_eq!(c("eth+,ens5", "ens5"), Some(true));
         assert_eq!(c("eth+ ens5", "ens50"), Some(false));
@@ -851,11 +868,18 @@ mod tests {
         assert_eq!(c("eth0", "cilium_host"), Some(true));
         assert_eq!(c("eth0", "lxc12ab"), Some(true));
         assert_eq!(c("!eth1", "eth0"), None);
-        let k = |cfg, dev| meant_device(Owner::Calico, cfg, dev);
+        let k = |cfg, dev| meant_device(Owner::Calico, cfg, None, dev, "");
         assert_eq!(k("^(en.*|eth.*)$", "ens5"), Some(true));
         assert_eq!(k("^(en.*|eth.*)$", "wg0"), Some(false));
         assert_eq!(k("^eth0$", "cali1234"), Some(true));
         assert_eq!(k("(unclosed", "eth0"), None);
-        assert_eq!(meant_device(Owner::Kmesh, "eth0", "eth1"), None);
+        assert_eq!(meant_device(Owner::Kmesh, "eth0", None, "eth1", ""), None);
+        // Red team R2: Calico's tunnels are meant by its L3 pattern; where
+        // the environment does not say it, a tunnel is not judged.
+        let t = |l3, dev, driver| meant_device(Owner::Calico, "^eth0$", l3, dev, driver);
+        assert_eq!(t(Some("^wg0$"), "wg0", "wireguard"), Some(true));
+        assert_eq!(t(Some("^wg0$"), "wg1", "wireguard"), Some(false));
+        assert_eq!(t(None, "wg0", "wireguard"), None);
+        assert_eq!(t(None, "ens6", ""), Some(false));
     }
 }

@@ -248,7 +248,7 @@ impl Report {
             return;
         }
         let with: Vec<_> = d.devices.iter().filter(|x| !x.programs.is_empty() || !x.errors.is_empty()).collect();
-        if with.is_empty() {
+        if with.is_empty() && d.not_read == 0 {
             return;
         }
         s.blank();

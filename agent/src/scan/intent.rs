@@ -75,7 +75,7 @@ pub fn cilium_intent(kpr: Option<&str>, sock: Option<&str>, hostns: Option<&str>
         (Some(false), Some(false), _) | (Some(false), None, _) | (None, Some(false), _) => SocketLb::Off,
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: None, devices: None }
+    Intent { socket_lb, evidence, bpf_dataplane: None, devices: None, l3_devices: None }
 }
 
 /// `--config-dir=X` or `--config-dir X` in a NUL-separated command line.
@@ -95,6 +95,7 @@ fn calico(dir: &Path) -> Intent {
     let [bpf, ctlb, ctlb_legacy] = CALICO_KEYS.map(|key| env_value(&environ, key));
     let mut intent = calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref());
     intent.devices = env_value(&environ, "FELIX_BPFDATAIFACEPATTERN").filter(|d| !d.is_empty());
+    intent.l3_devices = env_value(&environ, "FELIX_BPFL3IFACEPATTERN").filter(|d| !d.is_empty());
     intent
 }
 
@@ -129,7 +130,7 @@ pub fn calico_intent(bpf: Option<&str>, ctlb: Option<&str>, ctlb_legacy: Option<
         }
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes), devices: None }
+    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes), devices: None, l3_devices: None }
 }
 
 /// The trimmed contents of `path` inside the root open at `root`: links

@@ -171,11 +171,22 @@ pub struct Intent {
     /// (auto-detected), or not read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<String>,
+    /// Calico's `FELIX_BPFL3IFACEPATTERN` (its tunnel devices, wireguard or
+    /// vxlan, meant in addition to `devices`); `None`: not set, or not
+    /// Calico's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l3_devices: Option<String>,
 }
 
 impl Intent {
     pub fn unknown(why: impl Into<String>) -> Intent {
-        Intent { socket_lb: SocketLb::Unknown, evidence: why.into(), bpf_dataplane: None, devices: None }
+        Intent {
+            socket_lb: SocketLb::Unknown,
+            evidence: why.into(),
+            bpf_dataplane: None,
+            devices: None,
+            l3_devices: None,
+        }
     }
 }
 

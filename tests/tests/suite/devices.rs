@@ -241,6 +241,37 @@ fn a_changed_filter_priority_leaves_the_old_filters_named_stale() {
     assert!(proofs.iter().all(|p| *p == "maps_pinned"), "{proofs:?}");
 }
 
+/// Red team R1: a pod makes 1,100 bridges named `cilium_N` in the node's
+/// namespace (as one with CAP_NET_ADMIN can, through a netns id). The
+/// stale copy on eth1 is then among the devices not read: the audit may
+/// not say the node is fine. Its view is incomplete, and says why.
+#[test]
+fn a_thousand_devices_named_like_ciliums_cannot_leave_the_node_ok() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let n = DeviceNode::new();
+    n.attach(Some(1));
+    n.attach(Some(2));
+    let (report, _) = n.audit();
+    assert_eq!(of_kind(&report, "device_duplicate_programs").len(), 2, "{:#}", report["findings"]);
+    let decoys: String = (0..1100).map(|i| format!("link add cilium_{i} type bridge\n")).collect();
+    std::fs::write(n.node.path("/run/decoys"), decoys).expect("write the batch");
+    let out = n.node.command_on_network(&which("ip").unwrap(), &["-batch", "/run/decoys"]).output().expect("ip");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let root = n.t.path.display().to_string();
+    let run = n.node.agent(&["audit", "--output", "json", "--cgroup-root", &root, "--cni-conf-dir", "/run/cni/net.d"]);
+    let report = run.json();
+    assert_ne!(run.code, 0, "never OK with devices unread: {:#}", report["findings"]);
+    assert_eq!(report["status"], "incomplete", "{report:#}");
+    assert!(
+        report["datapath"]["devices"]["not_read"].as_u64().is_some_and(|n| n >= 78),
+        "{:#}",
+        report["datapath"]["devices"]["not_read"]
+    );
+    assert!(run.stderr.contains("network devices were not read"), "{}", run.stderr);
+}
+
 /// cilium#48695: Cilium's agent configured for `devices=eth0` with its
 /// programs on eth1 (auto-detected once, or dropped from the list and never
 /// cleaned): said, a warning, with Cilium's own fix.

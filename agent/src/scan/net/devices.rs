@@ -45,15 +45,20 @@ const CNI_DEVICES: &[&str] = &[
     "wg-v6.cali",
 ];
 
-/// How early a device is read: the CNIs' own, then NICs, bonds and VLANs,
-/// then the rest.
+/// How early a device is read when there are more than `DEVICES_MAX`:
+/// first what no pod can make (a device without a driver kind: the node's
+/// NICs), then the CNIs' own by name, then bonds, VLANs and tunnels, then
+/// the rest. A name alone never puts a device before a NIC: a pod can make
+/// a thousand `cilium_*` bridges in the node's namespace (red team R1).
 fn rank(l: &Link) -> (u8, u32) {
-    let class = if CNI_DEVICES.iter().any(|p| l.name.starts_with(p)) {
+    let class = if l.driver.is_empty() {
         0
-    } else if ["", "bond", "vlan", "team", "macvlan", "vxlan", "geneve"].contains(&l.driver.as_str()) {
+    } else if CNI_DEVICES.iter().any(|p| l.name.starts_with(p)) {
         1
-    } else {
+    } else if ["bond", "vlan", "team", "macvlan", "vxlan", "geneve", "wireguard", "ipip"].contains(&l.driver.as_str()) {
         2
+    } else {
+        3
     };
     (class, l.ifindex)
 }
@@ -190,5 +195,29 @@ fn program(hook: IfHook, position: u32, prog_id: u32, via: Via, xdp_mode: Option
         owner: None,
         proof: None,
         run_cnt: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Red team R1: a pod's thousand `cilium_*` bridges moved into the
+    /// node's namespace come after the node's NIC, whatever their index.
+    #[test]
+    fn a_thousand_devices_named_like_the_cnis_cannot_push_a_nic_out_of_the_read() {
+        let link = |ifindex, name: &str, driver: &str| Link {
+            ifindex,
+            name: name.into(),
+            driver: driver.into(),
+            ..Default::default()
+        };
+        let mut links: Vec<Link> = (0..1100).map(|i| link(3 + i, &format!("cilium_{i}"), "bridge")).collect();
+        links.push(link(2000, "eth0", ""));
+        links.sort_by_key(rank);
+        let read: Vec<&str> = links.iter().take(DEVICES_MAX).map(|l| l.name.as_str()).collect();
+        assert_eq!(read[0], "eth0");
+        // What is not read is counted: the audit's view is then incomplete.
+        assert_eq!(links.len() - DEVICES_MAX, 77);
     }
 }

@@ -54,7 +54,7 @@ fn errno(request: &'static str, code: i32) -> NetlinkError {
 }
 
 /// A host interface, as the link dump describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Link {
     pub ifindex: u32,
     pub name: String,
