@@ -664,6 +664,21 @@ mod tests {
         assert!(!judged(&s).iter().any(|f| f.kind == Kind::DeviceLeftoverPrograms));
     }
 
+    /// Red team round 7, R1: devices carrying something that were left
+    /// unread make the view incomplete; idle ones past the list do not.
+    #[test]
+    fn devices_left_unread_make_the_view_incomplete() {
+        let mut s = cilium_node(vec![]);
+        s.devices.idle_not_listed = 500;
+        assert_eq!(crate::findings::incomplete(&s), None);
+        s.devices.not_read = 3;
+        let why = crate::findings::incomplete(&s);
+        assert!(
+            why.as_deref().is_some_and(|w| w.starts_with("3 of the node's network devices were not read")),
+            "{why:?}"
+        );
+    }
+
     /// cilium#48695: Cilium's programs on a device its `devices` does not
     /// name are said; on one it names (by prefix), or its own, nothing.
     #[test]

@@ -253,10 +253,15 @@ impl Report {
         }
         s.blank();
         s.line(format_args!(
-            "HOST DEVICES ({} with programs of the node's {} devices read{}{})",
+            "HOST DEVICES ({} with programs of the node's {} devices read{}{}{})",
             with.len(),
             d.devices.len(),
             if d.not_read > 0 { format!(", {} not read", d.not_read) } else { String::new() },
+            if d.idle_not_listed > 0 {
+                format!(", {} more with nothing on them", d.idle_not_listed)
+            } else {
+                String::new()
+            },
             d.kept_after
                 .as_ref()
                 .map_or(String::new(), |e| format!("; the last good read, kept: the latest failed: {e}"))

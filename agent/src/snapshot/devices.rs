@@ -21,6 +21,10 @@ pub struct HostDevices {
     /// Devices of the node's namespace not read: past `DEVICES_MAX`, or
     /// left out of a dump that could not be decoded.
     pub not_read: u64,
+    /// Devices with nothing on them (no XDP program, no tcx or netkit
+    /// program or change, no qdisc legacy filters hang on) past the
+    /// `DEVICES_MAX` listed: counted, and nothing to judge on them.
+    pub idle_not_listed: u64,
     pub devices: Vec<Device>,
 }
 

@@ -9,9 +9,14 @@
 //! devices in the node's namespace, choose their indexes, and churn them:
 //! - a device whose other end is in a pod's namespace (its pair, or one
 //!   the pod made) is not the node's own, and not read here;
-//! - of the rest, `DEVICES_MAX` are read: the CNIs' own devices first (by
-//!   name), then those without a driver of their own or bonding others
-//!   (NICs, bonds, VLANs), then the rest by index; the others are counted;
+//! - one qdisc dump says which devices legacy filters can be on, and one
+//!   tcx query per hook which carry tcx programs: a device with nothing on
+//!   it is listed (while there is room) and never read further, so idle
+//!   devices push nothing out of the read (red team round 7, R1);
+//! - of the devices carrying something, `DEVICES_MAX` are read: NICs first
+//!   (no driver kind: no pod can make one), the CNIs' own by name, bonds,
+//!   VLANs and tunnels, then the rest by index; the others are counted and
+//!   make the view incomplete;
 //! - at most `PROGRAMS_MAX` programs in all are listed;
 //! - a dump a churn interrupts is read again, `DUMP_TRIES` times at most.
 
@@ -24,6 +29,8 @@ use crate::bpf::sys;
 use crate::snapshot::devices::{DEVICES_MAX, Device, DeviceProgram, HookRevision, HostDevices, XdpMode};
 use crate::snapshot::net::{IfHook, Via};
 
+/// The most qdiscs of the node's dump decoded (a device may have several).
+const QDISCS_MAX: usize = 4 * DUMP_MAX;
 /// The most links of the node's dump decoded (past it the dump is not
 /// believed): far above any node's own.
 const DUMP_MAX: usize = 65_536;
@@ -80,24 +87,23 @@ pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, pods: &HashSet<i32>,
         Ok(l) => l,
         Err(e) => return HostDevices { error: Some(e.to_string()), ..Default::default() },
     };
-    let mut mine: Vec<&Link> = links
+    let mine: Vec<&Link> = links
         .iter()
         .filter(|l| !skip.contains(&l.ifindex) && !l.peer_nsid.is_some_and(|n| pods.contains(&n)))
         .collect();
-    mine.sort_by_key(|l| rank(l));
-    let not_read = mine.len().saturating_sub(DEVICES_MAX) as u64 + undecodable;
-    let mut devices = Vec::new();
+    // Where legacy filters can hang (`None`: not known, so anywhere).
+    let filter_hooks = node.filter_hooks(QDISCS_MAX).ok();
+    let (mut busy, mut idle): (Vec<&Link>, Vec<&Link>) =
+        mine.into_iter().partition(|l| started.elapsed() > budget || carries(l, filter_hooks.as_ref()));
+    busy.sort_by_key(|l| rank(l));
+    idle.sort_by_key(|l| rank(l));
+    let not_read = busy.len().saturating_sub(DEVICES_MAX) as u64 + undecodable;
+    let room = DEVICES_MAX.saturating_sub(busy.len());
+    let idle_not_listed = idle.len().saturating_sub(room) as u64;
+    let mut devices: Vec<Device> = idle.into_iter().take(room).map(device).collect();
     let mut listed = 0;
-    for l in mine.into_iter().take(DEVICES_MAX) {
-        let mut d = Device {
-            ifindex: l.ifindex,
-            name: l.name.clone(),
-            driver: l.driver.clone(),
-            master: l.master,
-            programs: Vec::new(),
-            revisions: Vec::new(),
-            errors: Vec::new(),
-        };
+    for l in busy.into_iter().take(DEVICES_MAX) {
+        let mut d = device(l);
         if started.elapsed() > budget {
             d.errors.push(format!("not read: the read's {}s were spent", budget.as_secs()));
         } else if listed >= PROGRAMS_MAX {
@@ -109,21 +115,53 @@ pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, pods: &HashSet<i32>,
         devices.push(d);
     }
     devices.sort_by_key(|d| d.ifindex);
-    HostDevices { error: None, kept_after: None, not_read, devices }
+    HostDevices { error: None, kept_after: None, not_read, idle_not_listed, devices }
+}
+
+/// A device as listed, before its hooks are read.
+fn device(l: &Link) -> Device {
+    Device {
+        ifindex: l.ifindex,
+        name: l.name.clone(),
+        driver: l.driver.clone(),
+        master: l.master,
+        programs: Vec::new(),
+        revisions: Vec::new(),
+        errors: Vec::new(),
+    }
+}
+
+/// The tcx and netkit hooks of a device (netkit's through its primary).
+fn mprog_hooks(l: &Link) -> Vec<(u32, IfHook)> {
+    use aya_obj::generated::bpf_attach_type as at;
+    let mut hooks =
+        vec![(at::BPF_TCX_INGRESS as u32, IfHook::TcxIngress), (at::BPF_TCX_EGRESS as u32, IfHook::TcxEgress)];
+    if l.driver == "netkit" && l.netkit_primary != Some(false) {
+        hooks.push((at::BPF_NETKIT_PEER as u32, IfHook::NetkitPeer));
+        hooks.push((at::BPF_NETKIT_PRIMARY as u32, IfHook::NetkitPrimary));
+    }
+    hooks
+}
+
+/// Whether anything is on a device, or may be: an XDP program, a qdisc
+/// legacy filters hang on (or that not known), a tcx or netkit program or
+/// a hook that changed, or a query that failed (read, to say why).
+fn carries(l: &Link, filter_hooks: Option<&HashSet<u32>>) -> bool {
+    if l.xdp_prog_id.is_some() || filter_hooks.is_none_or(|h| h.contains(&l.ifindex)) {
+        return true;
+    }
+    mprog_hooks(l).iter().any(|&(attach, _)| match sys::ifindex_query(l.ifindex, attach) {
+        Ok(q) => q.revision > 1 || !q.prog_ids.is_empty(),
+        Err(e) => !matches!(e.errno(), Some(libc::EINVAL | libc::ENOENT)),
+    })
 }
 
 /// Every hook of one device, each hook's programs in the order they run.
 fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
-    use aya_obj::generated::bpf_attach_type as at;
     // tcx first: on one device it runs before the legacy tc filters (which
     // run only when tcx passes the packet on).
-    let mut mprog = vec![(at::BPF_TCX_INGRESS, IfHook::TcxIngress), (at::BPF_TCX_EGRESS, IfHook::TcxEgress)];
-    if l.driver == "netkit" && l.netkit_primary != Some(false) {
-        mprog.push((at::BPF_NETKIT_PEER, IfHook::NetkitPeer));
-        mprog.push((at::BPF_NETKIT_PRIMARY, IfHook::NetkitPrimary));
-    }
-    for (attach, hook) in mprog {
-        match sys::ifindex_query(d.ifindex, attach as u32) {
+    for (attach, hook) in mprog_hooks(l) {
+        match sys::ifindex_query(d.ifindex, attach) {
             Ok(q) => {
                 // A hook never attached to is at revision 1: only one that
                 // has changed, or holds programs, says something.

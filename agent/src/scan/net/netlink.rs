@@ -23,7 +23,7 @@ use netlink_packet_route::link::{
     InfoData, InfoKind, InfoNetkit, LinkAttribute, LinkInfo, LinkMessage, LinkXdp, NetkitPolicy, XdpAttached,
 };
 use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
-use netlink_packet_route::tc::{TcHandle, TcMessage};
+use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
 use super::cls_bpf::{self, Filter};
@@ -163,6 +163,53 @@ impl HostNet {
             })
             .filter(|f| *f != Filter::ChainHead)
             .collect())
+    }
+
+    /// The addresses of interface `ifindex` (a dump filtered by index, as
+    /// strict checking allows; filtered again here).
+    pub fn addresses(&mut self, ifindex: u32) -> Result<Vec<std::net::IpAddr>, NetlinkError> {
+        use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+        let mut m = AddressMessage::default();
+        m.header.index = ifindex;
+        let answers = self.dump("RTM_GETADDR", RouteNetlinkMessage::GetAddress(m))?;
+        Ok(answers
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewAddress(a) if a.header.index == ifindex => {
+                    a.attributes.iter().find_map(|x| match x {
+                        AddressAttribute::Address(ip) => Some(*ip),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The interfaces of this namespace with a `clsact` or `ingress` qdisc:
+    /// where legacy tc filters can be, in one dump (`max` qdiscs at most).
+    pub fn filter_hooks(&mut self, max: usize) -> Result<std::collections::HashSet<u32>, NetlinkError> {
+        let mut at = std::collections::HashSet::new();
+        let undecodable = self.dump_each(
+            "RTM_GETQDISC",
+            RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default()),
+            max,
+            &mut |m| match m {
+                Some(RouteNetlinkMessage::NewQueueDiscipline(q)) => {
+                    if q.attributes.iter().any(|a| matches!(a, TcAttribute::Kind(k) if k == "clsact" || k == "ingress"))
+                    {
+                        at.insert(q.header.index as u32);
+                    }
+                }
+                Some(_) => {}
+                None => at.clear(),
+            },
+        )?;
+        if undecodable > 0 {
+            return Err(err("RTM_GETQDISC", format!("{undecodable} qdiscs could not be decoded")));
+        }
+        Ok(at)
     }
 
     /// The id the network namespace `netns` (an open `/proc/<pid>/ns/net`)
