@@ -123,6 +123,7 @@ pub fn cilium_agent(s: &mut Snapshot, socket_lb: SocketLb) -> &mut AgentProcess 
         bpf_dataplane: None,
         devices: None,
         l3_devices: None,
+        pod_cidrs: Vec::new(),
     };
     a
 }

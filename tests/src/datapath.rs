@@ -35,6 +35,16 @@ impl EndpointAgent {
         Self::spawn(node.node.command_on_network(&fixture_bin(), &["endpoint-agent", "cilium-agent"]))
     }
 
+    /// As `start`, its command line saying `--config-dir config_dir` (a
+    /// path of the node's), where the audit reads its configuration.
+    #[cfg(feature = "cri")]
+    pub fn start_configured(node: &Containerd, config_dir: &str) -> EndpointAgent {
+        Self::spawn(
+            node.node
+                .command_on_network(&fixture_bin(), &["endpoint-agent", "cilium-agent", "--config-dir", config_dir]),
+        )
+    }
+
     /// On `node`'s network, named `comm` (another CNI's agent: `calico-node`).
     #[cfg(feature = "cri")]
     pub fn start_named(node: &Containerd, comm: &str) -> EndpointAgent {

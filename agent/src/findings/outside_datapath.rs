@@ -62,7 +62,7 @@ pub(super) fn outside_datapath(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         // Pods whose eth0 carries it and that have other ways into the node.
         let mut around = Vec::new();
         for p in &nets.pods {
-            let Net::Interfaces { interfaces, other_links_into_node } = &p.net else { continue };
+            let Net::Interfaces { interfaces, other_links_into_node, .. } = &p.net else { continue };
             if p.unread() {
                 continue;
             }
@@ -162,6 +162,33 @@ enum When {
     Late,
 }
 
+/// Where a pod's network came from when its address is outside every pod
+/// CIDR of its family the owner's running agent is configured with
+/// (rke2#10360: pods that got podman's 10.88.0.x before Cilium was there).
+/// Link-local addresses, on every interface, say nothing.
+fn outside_pod_cidrs(snap: &Snapshot, owner: Owner, p: &PodNet) -> Option<String> {
+    let Net::Interfaces { addresses, .. } = &p.net else { return None };
+    let agent = snap.agents.iter().find(|a| a.owner == owner && a.privileged && !a.intent.pod_cidrs.is_empty())?;
+    let cidrs: Vec<ipnet::IpNet> = agent.intent.pod_cidrs.iter().filter_map(|c| c.trim().parse().ok()).collect();
+    let link_local = |a: &std::net::IpAddr| match a {
+        std::net::IpAddr::V4(v4) => v4.is_link_local(),
+        std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+    };
+    let outside = addresses.iter().filter(|a| !link_local(a)).find(|a| {
+        let family: Vec<&ipnet::IpNet> = cidrs.iter().filter(|c| c.addr().is_ipv4() == a.is_ipv4()).collect();
+        !family.is_empty() && !family.iter().any(|c| c.contains(*a))
+    })?;
+    let family: Vec<String> =
+        cidrs.iter().filter(|c| c.addr().is_ipv4() == outside.is_ipv4()).map(ToString::to_string).collect();
+    Some(format!(
+        " Its address {outside} is outside {title}'s pod CIDR{s} {list} (its configuration): its network came from \
+         another CNI configuration, not {title}'s.",
+        title = owner.title(),
+        s = if family.len() == 1 { "" } else { "s" },
+        list = family.join(", "),
+    ))
+}
+
 fn entry_program(owner: Owner) -> String {
     DATAPATHS.iter().find(|d| d.owner == owner).map(|d| d.entry.shown()).unwrap_or_default()
 }
@@ -218,7 +245,7 @@ fn finding(
              not {}'s.",
             owner.title()
         ),
-        None => String::new(),
+        None => outside_pod_cidrs(snap, owner, p).unwrap_or_default(),
     };
     let message = format!(
         "its interface {} carries none of {}'s per-endpoint programs ({} on what the pod sends), {others}: {fate}.{origin}{when}",
@@ -385,6 +412,7 @@ mod tests {
             started: Some(started),
             net: Net::Interfaces {
                 other_links_into_node: 0,
+                addresses: Vec::new(),
                 interfaces: vec![Interface {
                     ifindex: 7,
                     name: format!("lxc{uid}"),
@@ -621,6 +649,30 @@ mod tests {
         assert!(f[0].message.contains("the pod is cut off from the network, not bypassing Cilium"), "{}", f[0].message);
         assert!(f[1].message.contains("Its interface is a port of bridge cni-podman0"), "{}", f[1].message);
         assert!(f[1].message.contains("bypasses Cilium's policy"), "{}", f[1].message);
+    }
+
+    /// Issue 48: a veth pod on no bridge whose address is outside the pod
+    /// CIDR Cilium's agent is configured with names where it came from;
+    /// inside it, or with only a link-local address outside, nothing.
+    #[test]
+    fn a_pod_whose_address_is_outside_the_cnis_pod_cidr_says_so() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let with = |uid: &str, addresses: &[&str]| {
+            let mut p = pod(uid, NOW - 3600, vec![]);
+            if let Net::Interfaces { addresses: a, .. } = &mut p.net {
+                *a = addresses.iter().map(|s| ip(s)).collect();
+            }
+            p
+        };
+        let pods = vec![managed("a"), with("b", &["10.88.0.5", "fe80::1"]), with("c", &["10.0.3.7", "fe80::2"])];
+        let mut s = node_with(pods, Some(NOW - 7200));
+        agent(&mut s, Owner::Cilium).intent.pod_cidrs = vec!["10.0.0.0/16".into(), "fd00::/104".into()];
+        let f: Vec<Finding> =
+            evaluate(&s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodOutsideDatapath).collect();
+        let b = f.iter().find(|f| f.pod_uid.as_deref() == Some("b")).expect("b");
+        assert!(b.message.contains("Its address 10.88.0.5 is outside Cilium's pod CIDR 10.0.0.0/16"), "{}", b.message);
+        let c = f.iter().find(|f| f.pod_uid.as_deref() == Some("c")).expect("c");
+        assert!(!c.message.contains("pod CIDR"), "{}", c.message);
     }
 
     /// Issue 47 red team, F3: a cgroup made with another pod's UID (by a

@@ -52,6 +52,11 @@ fn cilium(dir: &Path) -> Intent {
     let mut intent = cilium_intent(kpr.as_deref(), sock.as_deref(), hostns.as_deref(), &config_dir);
     // The devices its datapath is for (unset: auto-detected).
     intent.devices = value("devices").filter(|d| !d.is_empty());
+    intent.pod_cidrs = ["cluster-pool-ipv4-cidr", "cluster-pool-ipv6-cidr"]
+        .into_iter()
+        .filter_map(value)
+        .flat_map(|v| v.split([' ', ',']).filter(|c| !c.is_empty()).map(str::to_owned).collect::<Vec<_>>())
+        .collect();
     intent
 }
 
@@ -75,7 +80,7 @@ pub fn cilium_intent(kpr: Option<&str>, sock: Option<&str>, hostns: Option<&str>
         (Some(false), Some(false), _) | (Some(false), None, _) | (None, Some(false), _) => SocketLb::Off,
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: None, devices: None, l3_devices: None }
+    Intent { socket_lb, evidence, bpf_dataplane: None, devices: None, l3_devices: None, pod_cidrs: Vec::new() }
 }
 
 /// `--config-dir=X` or `--config-dir X` in a NUL-separated command line.
@@ -96,6 +101,11 @@ fn calico(dir: &Path) -> Intent {
     let mut intent = calico_intent(bpf.as_deref(), ctlb.as_deref(), ctlb_legacy.as_deref());
     intent.devices = env_value(&environ, "FELIX_BPFDATAIFACEPATTERN").filter(|d| !d.is_empty());
     intent.l3_devices = env_value(&environ, "FELIX_BPFL3IFACEPATTERN").filter(|d| !d.is_empty());
+    intent.pod_cidrs = ["CALICO_IPV4POOL_CIDR", "CALICO_IPV6POOL_CIDR"]
+        .into_iter()
+        .filter_map(|k| env_value(&environ, k))
+        .filter(|c| !c.is_empty())
+        .collect();
     intent
 }
 
@@ -130,7 +140,7 @@ pub fn calico_intent(bpf: Option<&str>, ctlb: Option<&str>, ctlb_legacy: Option<
         }
         _ => SocketLb::Unknown,
     };
-    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes), devices: None, l3_devices: None }
+    Intent { socket_lb, evidence, bpf_dataplane: bpf.map(yes), devices: None, l3_devices: None, pod_cidrs: Vec::new() }
 }
 
 /// The trimmed contents of `path` inside the root open at `root`: links

@@ -176,6 +176,12 @@ pub struct Intent {
     /// Calico's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l3_devices: Option<String>,
+    /// The pod CIDRs its configuration gives pods addresses from (Cilium's
+    /// `cluster-pool-ipv4-cidr`/`-ipv6-cidr`, Calico's
+    /// `CALICO_IPV4POOL_CIDR`/`CALICO_IPV6POOL_CIDR`), as written there
+    /// (empty: not said, as with Kubernetes' own pod CIDRs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pod_cidrs: Vec<String>,
 }
 
 impl Intent {
@@ -186,6 +192,7 @@ impl Intent {
             bpf_dataplane: None,
             devices: None,
             l3_devices: None,
+            pod_cidrs: Vec::new(),
         }
     }
 }

@@ -181,6 +181,9 @@ pub enum Net {
         /// veth, a tunnel). What it sends through them bypasses the CNI.
         #[serde(skip_serializing_if = "is_zero")]
         other_links_into_node: usize,
+        /// The addresses of its `eth0`, as its namespace says.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        addresses: Vec<std::net::IpAddr>,
     },
 }
 

@@ -461,6 +461,36 @@ fn a_pod_on_another_cnis_bridge_is_named_with_it() {
     assert!(f["message"].as_str().unwrap().contains("Its interface is a port of bridge cni-podman0"), "{f:#}");
 }
 
+/// Issue 48: a pod outside the datapath on no bridge, whose address
+/// (10.99.0.x, from the node's earlier CNI) is outside the pod CIDR
+/// Cilium's agent is configured with (`cluster-pool-ipv4-cidr`), is named
+/// with its address; the JSON lists the pod's addresses.
+#[test]
+fn a_pod_outside_the_cnis_pod_cidr_is_named_with_its_address() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let dir = node.node.path("/run/cilium-config");
+    std::fs::create_dir_all(&dir).expect("config dir");
+    std::fs::write(dir.join("cluster-pool-ipv4-cidr"), "10.0.0.0/16\n").expect("write the key");
+    let mut cilium = EndpointAgent::start_configured(&node, "/run/cilium-config");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    cilium.attach("tcx", &host_veth(&node, &web));
+    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+    let report = audit(&node, &["--endpoint-grace", "0s"]).json();
+    let addresses = &pod_net(&report, &early)["addresses"];
+    assert!(
+        addresses.as_array().is_some_and(|a| a.iter().any(|a| a.as_str().is_some_and(|a| a.starts_with("10.99.0.")))),
+        "{addresses:#}"
+    );
+    let found = outside(&report);
+    let f = found.iter().find(|f| f["pod_uid"] == early.uid.as_str()).unwrap_or_else(|| panic!("{found:#?}"));
+    let m = f["message"].as_str().unwrap();
+    assert!(m.contains("is outside Cilium's pod CIDR 10.0.0.0/16 (its configuration)"), "{m}");
+}
+
 /// Issue 47, H2 [CAP_NET_ADMIN]: a pod makes 8,000 devices in the node's
 /// network namespace (through the id its own namespace has for the
 /// node's). The interface read kept the whole decoded link dump, about

@@ -536,6 +536,7 @@ fn a_failed_interface_read_keeps_the_last_good_reading() {
         started: Some(1),
         net: Net::Interfaces {
             other_links_into_node: 0,
+            addresses: Vec::new(),
             interfaces: vec![Interface {
                 ifindex: 5,
                 name: format!("veth{uid}"),

@@ -51,6 +51,9 @@ pub struct PodSide {
     /// node's namespace, of any driver (a macvlan or ipvlan on the node's
     /// NIC, a veth, a tunnel).
     pub into_node: usize,
+    /// The addresses of its `eth0` (what its CNI gave it: where it came
+    /// from, when that is not the node's CNI).
+    pub addresses: Vec<std::net::IpAddr>,
 }
 
 impl PodSide {
@@ -75,8 +78,9 @@ pub enum PairRead {
     /// network, or an ipvlan or macvlan `eth0`).
     NoPodInterface,
     /// The host end of its `eth0` pair, validated from both ends, and how
-    /// many other interfaces of the pod lead into the node's namespace.
-    Pair(Link, usize),
+    /// many other interfaces of the pod lead into the node's namespace, and
+    /// the addresses of its `eth0`.
+    Pair(Link, usize, Vec<std::net::IpAddr>),
     /// It could not be read or is not judged, and why.
     Failed(String),
 }
@@ -120,7 +124,7 @@ pub fn pair_of(side: &PodSide, host: Option<Link>, pod_nsid: i32) -> PairRead {
             && h.peer_ifindex == Some(eth0.ifindex)
     });
     match named_back {
-        Some(h) => PairRead::Pair(h, side.into_node),
+        Some(h) => PairRead::Pair(h, side.into_node, side.addresses.clone()),
         None => PairRead::Failed(format!(
             "its {POD_IFNAME}'s other end (index {} in the node's network namespace) does not name it back: not judged",
             eth0.peer_ifindex.unwrap_or(0)
@@ -161,9 +165,11 @@ pub fn pods_on_pairs(pods: Vec<PodProbe>, pairs: &HashMap<i32, PairRead>) -> Vec
                     Some(None) => Net::Unreadable { reason: "its network namespace was not read".into() },
                     Some(Some(PairRead::Failed(why))) => Net::Unreadable { reason: why.clone() },
                     Some(Some(PairRead::NoPodInterface)) => Net::NoHostInterface,
-                    Some(Some(PairRead::Pair(host, others))) => {
-                        Net::Interfaces { interfaces: vec![interface_of(host)], other_links_into_node: *others }
-                    }
+                    Some(Some(PairRead::Pair(host, others, addresses))) => Net::Interfaces {
+                        interfaces: vec![interface_of(host)],
+                        other_links_into_node: *others,
+                        addresses: addresses.clone(),
+                    },
                 },
             };
             PodNet { pod_uid: p.pod_uid, namespace: None, name: None, cgroup: p.cgroup, started: p.started, net }
@@ -210,7 +216,7 @@ mod tests {
     }
 
     fn side(eth0: Option<Link>, into_node: usize) -> PodSide {
-        PodSide { eth0, node_id: Some(0), into_node }
+        PodSide { eth0, node_id: Some(0), into_node, addresses: Vec::new() }
     }
 
     fn pod(uid: &str, netns: NetnsProbe) -> PodProbe {
@@ -295,7 +301,7 @@ mod tests {
         peer.netkit_primary = Some(false);
         assert!(matches!(pair_of(&side(Some(eth0("netkit", 5)), 0), Some(peer), 4), PairRead::Failed(_)));
         // The node's namespace has no id in the pod's: nothing leads there.
-        let none = PodSide { eth0: Some(eth0("veth", 5)), node_id: None, into_node: 0 };
+        let none = PodSide { eth0: Some(eth0("veth", 5)), node_id: None, into_node: 0, addresses: Vec::new() };
         assert_eq!(pair_of(&none, Some(host(5, "l", "veth", 4)), 4), PairRead::NoPodInterface);
     }
 

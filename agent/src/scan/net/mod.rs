@@ -195,7 +195,7 @@ pub fn read(
             let xdp: HashMap<u32, Option<u32>> = pairs
                 .values()
                 .filter_map(|r| match r {
-                    map::PairRead::Pair(h, _) => Some((h.ifindex, h.xdp_prog_id)),
+                    map::PairRead::Pair(h, ..) => Some((h.ifindex, h.xdp_prog_id)),
                     _ => None,
                 })
                 .collect();
@@ -245,7 +245,13 @@ fn pod_side(pod_ns: BorrowedFd<'_>, node_ns: BorrowedFd<'_>) -> Result<map::PodS
     // altname answers for the name too: only a link called `eth0` is it.
     let eth0 = pod.link_named(map::POD_IFNAME).map_err(|e| e.to_string())?.filter(|l| l.name == map::POD_IFNAME);
     let node_id = pod.nsid(node_ns).map_err(|e| e.to_string())?;
-    let mut side = map::PodSide { eth0, node_id, into_node: 0 };
+    // Its addresses say where its network came from; provenance only, so
+    // a failed read leaves them out.
+    let addresses = match &eth0 {
+        Some(l) => pod.addresses(l.ifindex).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut side = map::PodSide { eth0, node_id, into_node: 0, addresses };
     // Every other way out of it into the node's namespace, whatever its
     // `eth0` is: a pod that keeps its CNI pair and routes through a
     // macvlan on the node's NIC bypasses the CNI (issue 47 red team, N2).
