@@ -152,11 +152,7 @@ fn walk(from: BorrowedFd<'_>, rel: &str, same_device: bool) -> Result<OwnedFd, S
 /// program nor a link (maps) too.
 pub fn pinned(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<Pinned>, PinsError> {
     let dir_path = shown.join(rel);
-    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
-    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
-    let entries =
-        rustix::fs::Dir::new(readable).map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let Some((dir, entries)) = list_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_bytes();
@@ -206,12 +202,7 @@ pub const PINS_MAX: usize = 4096;
 /// The subdirectories of `rel` below `bpffs` (a CNI's `devices/`, one per
 /// device), by name, `PINS_MAX` at most; empty when it does not exist.
 pub fn subdirs(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<String>, PinsError> {
-    let dir_path = shown.join(rel);
-    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
-    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
-    let entries =
-        rustix::fs::Dir::new(readable).map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let Some((dir, entries)) = list_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let Ok(name) = entry.file_name().to_str() else { continue };
@@ -239,12 +230,7 @@ pub fn pinned_maps(
     rel: &str,
     prefixes: &[&str],
 ) -> Result<Vec<PinnedMap>, PinsError> {
-    let dir_path = shown.join(rel);
-    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
-    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
-    let entries =
-        rustix::fs::Dir::new(readable).map_err(|e| PinsError::Io { path: dir_path.clone(), error: e.into() })?;
+    let Some((dir, entries)) = list_dir(bpffs, shown, rel)? else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let Ok(name) = entry.file_name().to_str() else { continue };
@@ -290,6 +276,17 @@ pub fn remove(
         return Err(PinsError::Io { path, error: std::io::Error::other("replaced since it was listed: not removed") });
     }
     rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| PinsError::Io { path, error: e.into() })
+}
+
+/// Directory `rel` below `bpffs` as `open_dir` opens it, and its entries
+/// to read; `None` when it does not exist.
+fn list_dir(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Option<(OwnedFd, rustix::fs::Dir)>, PinsError> {
+    let Some(dir) = open_dir(bpffs, shown, rel)? else { return Ok(None) };
+    let io = |e: Errno| PinsError::Io { path: shown.join(rel), error: e.into() };
+    let readable = rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(io)?;
+    let entries = rustix::fs::Dir::new(readable).map_err(io)?;
+    Ok(Some((dir, entries)))
 }
 
 /// Directory `rel` below `bpffs`, with no link and no mount on the way;
