@@ -137,6 +137,74 @@ impl Drop for EndpointAgent {
     }
 }
 
+/// `fixture policy-agent` on a node's network, named as the AWS network
+/// policy agent is (`controller`): pins each pod's `handle_ingress` and
+/// `handle_egress` and their maps under `globals/aws/` and attaches them
+/// by `FilterAdd` at priority 1, handle 1, keeping no fd, as its loader
+/// does. On drop its pins are removed (its filters go with the pods'
+/// interfaces).
+pub struct PolicyAgent {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// What `PolicyAgent::attach` did on one program: its id, and whether its
+/// filter was added (`false`: one was there, and stayed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyProgram {
+    pub prog_id: u32,
+    pub added: bool,
+}
+
+impl PolicyAgent {
+    #[cfg(feature = "cri")]
+    pub fn start(node: &Containerd) -> PolicyAgent {
+        let mut command = node.node.command_on_network(&fixture_bin(), &["policy-agent"]);
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn the policy agent");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read the policy agent");
+        assert_eq!(line.trim(), "ready", "policy agent: {line:?}");
+        PolicyAgent { child, stdin, stdout }
+    }
+
+    /// Loads, pins and attaches pod `pod` of `namespace`'s programs on its
+    /// host-side interface `ifname`: `handle_ingress`, then `handle_egress`.
+    pub fn attach(&mut self, ifname: &str, pod: &str, namespace: &str) -> [PolicyProgram; 2] {
+        writeln!(self.stdin, "attach {ifname} {pod} {namespace}").expect("tell the policy agent");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read the policy agent");
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["attached", name, "handle_ingress", i, ia, "handle_egress", e, ea] if *name == ifname => [
+                PolicyProgram { prog_id: i.parse().expect("an id"), added: *ia == "added" },
+                PolicyProgram { prog_id: e.parse().expect("an id"), added: *ea == "added" },
+            ],
+            _ => panic!("the policy agent could not attach: {line:?}"),
+        }
+    }
+
+    /// Ends it as aws-node's container is ended: its pins and filters stay.
+    pub fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Drop runs too: nothing answers "clean" any more.
+    }
+}
+
+impl Drop for PolicyAgent {
+    fn drop(&mut self) {
+        if writeln!(self.stdin, "clean").is_ok() {
+            let mut line = String::new();
+            let _ = self.stdout.read_line(&mut line);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[cfg(feature = "cri")]
 /// A tool (`ip`, `tc`) run in the node's network namespace; its output.
 pub fn on_node_network(node: &Containerd, tool: &str, args: &[&str]) -> String {

@@ -12,6 +12,28 @@ pub fn link_type(fd: BorrowedFd<'_>) -> Option<String> {
     field(&text, "link_type").map(str::to_owned)
 }
 
+/// What kind of BPF object an fd is, as its anonymous inode is named
+/// (`anon_inode:bpf-link`, `bpf-prog`, `bpf-map`): `BPF_OBJ_GET_INFO_BY_FD`
+/// answers for any of them with that object's own info, so a program's
+/// read as a link's gives a link of the program's type (SCHED_CLS, 3, is
+/// BPF_LINK_TYPE_CGROUP) and ids from its tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Object {
+    Link,
+    Program,
+    Map,
+}
+
+pub fn object(fd: BorrowedFd<'_>) -> Option<Object> {
+    let target = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    match target.to_str()? {
+        "anon_inode:bpf-link" => Some(Object::Link),
+        "anon_inode:bpf-prog" => Some(Object::Program),
+        "anon_inode:bpf-map" => Some(Object::Map),
+        _ => None,
+    }
+}
+
 /// The value of `key` in fdinfo text (`key:\tvalue` lines).
 fn field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
     text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':')).map(str::trim).filter(|v| !v.is_empty())
@@ -30,6 +52,14 @@ mod tests {
         assert_eq!(field("link_type_x:\tcgroup\n", "link_type"), None, "a key is matched whole");
         assert_eq!(field("link_type:\t\n", "link_type"), None);
         assert_eq!(field("", "link_type"), None);
+    }
+
+    #[test]
+    fn an_fd_says_which_object_it_is() {
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        assert_eq!(object(std::os::fd::AsFd::as_fd(&f)), None);
+        let m = crate::bpf::sys::map_create(1, 4, 4, 1, "t").expect("BPF_MAP_CREATE");
+        assert_eq!(object(std::os::fd::AsFd::as_fd(&m)), Some(Object::Map));
     }
 
     #[test]

@@ -169,8 +169,10 @@ pub fn pinned(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<Pinn
         let via = format!("/proc/self/fd/{}/", dir.as_raw_fd());
         let Ok(c) = CString::new([via.as_bytes(), name].concat()) else { continue };
         let Ok(fd) = sys::obj_get(&c) else { continue };
-        let (prog_id, link, linked) = match sys::link_info(fd.as_fd()) {
-            Ok(l) => {
+        // The object's kind first: the info of a program read as a link's
+        // is garbage of the right size.
+        let (prog_id, link, linked) = match super::fdinfo::object(fd.as_fd()).map(|o| (o, sys::link_info(fd.as_fd()))) {
+            Some((super::fdinfo::Object::Link, Ok(l))) => {
                 let cgroup = match l.target {
                     sys::LinkTarget::Cgroup { cgroup_id, attach_type } => {
                         Some(CgroupLinkInfo { link_id: l.link_id, prog_id: l.prog_id, cgroup_id, attach_type })
@@ -179,11 +181,12 @@ pub fn pinned(bpffs: BorrowedFd<'_>, shown: &Path, rel: &str) -> Result<Vec<Pinn
                 };
                 (l.prog_id, cgroup, Some(l))
             }
-            // A program (or a map: prog_info fails).
-            Err(_) => match sys::prog_info(fd.as_fd()) {
+            Some((super::fdinfo::Object::Program, _)) => match sys::prog_info(fd.as_fd()) {
                 Ok(info) => (info.id, None, None),
                 Err(_) => continue,
             },
+            // A map, a link the kernel will not describe, or not known.
+            _ => continue,
         };
         let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
         out.push(Pinned { path: dir_path.join(name), name: name.to_owned(), ino: st.st_ino, prog_id, link, linked });

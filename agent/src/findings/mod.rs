@@ -27,6 +27,7 @@ pub(crate) mod outside_datapath;
 mod ownership;
 pub(crate) mod pods_without;
 mod sockmaps;
+mod stale_program;
 mod v1_net_conflict;
 
 pub use below_root::misplaced;
@@ -87,6 +88,7 @@ pub enum Kind {
     DeviceLeftoverPrograms,
     BpffsShadowed,
     DeviceNotMeant,
+    EndpointProgramStale,
 }
 
 impl Kind {
@@ -110,7 +112,8 @@ impl Kind {
             | Kind::HookProgramCountHigh
             | Kind::PodOutsideDatapath
             | Kind::DeviceDuplicatePrograms
-            | Kind::BpffsShadowed => &[Severity::Critical, Severity::Warning],
+            | Kind::BpffsShadowed
+            | Kind::EndpointProgramStale => &[Severity::Critical, Severity::Warning],
             Kind::DefunctLink
             | Kind::CniAgentPrivateCgroupns
             | Kind::CniLeftoverPrograms
@@ -148,6 +151,7 @@ impl Kind {
             Kind::DeviceLeftoverPrograms => devices::LEFTOVER_EXPLANATION,
             Kind::BpffsShadowed => devices::SHADOWED_EXPLANATION,
             Kind::DeviceNotMeant => devices::NOT_MEANT_EXPLANATION,
+            Kind::EndpointProgramStale => stale_program::EXPLANATION,
         }
     }
 }
@@ -526,6 +530,7 @@ pub fn evaluate(snap: &Snapshot, policy: &Policy) -> Vec<Finding> {
     devices::leftovers(&cx, &mut out);
     devices::shadowed(&cx, &mut out);
     devices::not_meant(&cx, &mut out);
+    stale_program::stale_programs(&cx, &mut out);
     // An agent in a private cgroupns is normal when its init container
     // mounted cgroup2 from the host's namespaces; it only explains a problem
     // of its owner's.

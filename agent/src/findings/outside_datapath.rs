@@ -387,7 +387,7 @@ pub struct InterfaceRef {
 }
 
 impl InterfaceRef {
-    fn of(i: &Interface) -> InterfaceRef {
+    pub(super) fn of(i: &Interface) -> InterfaceRef {
         InterfaceRef { name: i.name.clone(), ifindex: i.ifindex, driver: i.driver.clone() }
     }
 }

@@ -8,6 +8,9 @@
 //!   Cilium's `cilium/endpoints/<id>/links/<prog>` and
 //!   `cilium/devices/<dev>/links/<prog>`, Calico's `tcx/<iface>_<hook>`),
 //!   that is on this very interface and hook and runs this very program;
+//! - the program itself pinned, for the owner that pins programs rather
+//!   than links (the AWS network policy agent's
+//!   `globals/aws/programs/<pod>_handle_*`, `registry::PROGRAM_PINS`);
 //! - the owner's tail-call map, pinned in `tc/globals` with each program it
 //!   attaches (Cilium's `cilium_calls_*`, Calico's `cali_jump*`), which the
 //!   program uses: a legacy tc filter has no link, and this is its proof;
@@ -67,8 +70,19 @@ impl<'a> Proofs<'a> {
     pub fn owner_of(&self, p: &OnHook<'_>) -> Option<(Owner, HookProof)> {
         self.pinned_link(p)
             .map(|o| (o, HookProof::LinkPinned))
+            .or_else(|| self.pinned_program(p.prog_id).map(|o| (o, HookProof::ProgramPinned)))
             .or_else(|| p.map_ids.iter().find_map(|m| self.maps.get(m)).map(|o| (*o, HookProof::MapsPinned)))
             .or_else(|| self.held.get(&p.prog_id).map(|o| (*o, HookProof::Held)))
+    }
+
+    /// The owner that pinned program `prog_id` itself, for an owner whose
+    /// loader pins programs rather than links (`registry::PROGRAM_PINS`:
+    /// for any other, a program in its link directories proves nothing).
+    fn pinned_program(&self, prog_id: u32) -> Option<Owner> {
+        self.pins
+            .iter()
+            .find(|pin| pin.prog_id == prog_id && pin.link_id.is_none() && super::registry::pins_programs(pin.owner))
+            .map(|pin| pin.owner)
     }
 
     /// The owner whose pinned link runs `p` on its very interface and hook.

@@ -29,6 +29,9 @@ pub use registry::{Attach, Intends, Runs, Spec};
 pub enum Owner {
     Cilium,
     Calico,
+    /// The AWS network policy agent (aws-node's `aws-network-policy-agent`
+    /// container, EKS).
+    AwsNetworkPolicy,
     Kmesh,
     Merbridge,
     Loxilb,

@@ -112,6 +112,9 @@ pub enum Intends {
     Root,
     /// Wherever they are: systemd's units, the runtimes' containers.
     Anywhere,
+    /// No cgroup program at all: its programs are on the pods' interfaces
+    /// (`DATAPATHS`, `PROGRAM_PINS`).
+    PodInterfaces,
 }
 
 /// One owner.
@@ -255,6 +258,25 @@ pub static OWNERS: &[Spec] = &[
               calico-node,",
         restart: Some(("calico-system", "k8s-app=calico-node")),
         source: "projectcalico/calico felix/bpf/nat",
+    },
+    Spec {
+        owner: Owner::AwsNetworkPolicy,
+        title: "AWS network policy agent",
+        what: "EKS network policy (tc programs on the pods' interfaces, no cgroup program)",
+        claims: &[],
+        // aws-node's `aws-network-policy-agent` container runs `/controller`.
+        agents: &["controller"],
+        runs: Runs::HostNetwork,
+        programs: &[],
+        mount_points: &[],
+        // pkg/utils: BPF_PROGRAMS_PIN_PATH_DIRECTORY, one program per pod
+        // identity and direction: programs, not links.
+        pin_dirs: &["globals/aws/programs"],
+        intends: Intends::PodInterfaces,
+        balances_sockets: false,
+        fix: "",
+        restart: Some(("kube-system", "k8s-app=aws-node")),
+        source: "aws/aws-network-policy-agent pkg/utils/utils.go, pkg/ebpf/bpf_client.go; aws/aws-ebpf-sdk-go pkg/tc",
     },
     Spec {
         owner: Owner::Kmesh,
@@ -658,7 +680,9 @@ pub struct Datapath {
     pub entry: Name,
     /// Its programs on the node's devices, and where each belongs.
     pub devices: &'static [DeviceProgram],
-    /// The name prefixes of the maps it pins in `tc/globals`: its tail-call
+    /// Where below bpffs it pins its maps (`tc/globals`).
+    pub maps_dir: &'static str,
+    /// The name prefixes of the maps it pins in `maps_dir`: its tail-call
     /// maps, pinned anew with each program it attaches, and the maps every
     /// generation of its programs shares (Cilium's connection tracking,
     /// ipcache, ...). A program that uses one is its, whichever generation
@@ -735,6 +759,7 @@ pub static DATAPATHS: &[Datapath] = &[
             DeviceProgram { name: Name::Exact("cil_xdp_entry"), direction: Direction::Xdp, devices: "the XDP devices" },
         ],
         // pkg/bpf: every map is pinned by name in tc/globals (`cilium_*`).
+        maps_dir: "tc/globals",
         pinned_maps: &["cilium_"],
         terminal: true,
         source: "cilium/cilium bpf/bpf_lxc.c, bpf_host.c, bpf_overlay.c, bpf_xdp.c; pkg/datapath/loader (host.go, \
@@ -761,11 +786,78 @@ pub static DATAPATHS: &[Datapath] = &[
             },
         ],
         // felix/bpf/maps: `cali_*` (and `xdp_cali_*`) in tc/globals.
+        maps_dir: "tc/globals",
         pinned_maps: &["cali_", "xdp_cali_"],
         terminal: false,
         source: "projectcalico/calico felix/bpf-gpl/tc_preamble.c, xdp_preamble.c; felix/bpf/tc/attach.go",
     },
+    Datapath {
+        owner: Owner::AwsNetworkPolicy,
+        // What the pod sends meets `handle_egress`, on the host-side veth's
+        // tc ingress (the agent names its programs from the pod's side).
+        entry: Name::Exact("handle_egress"),
+        devices: &[],
+        // pkg/utils: BPF_MAPS_PIN_PATH_DIRECTORY, each pod identity's maps
+        // and the shared `global_aws_conntrack_map`, `global_policy_events`.
+        maps_dir: "globals/aws/maps",
+        pinned_maps: &[""],
+        // BPF_OK or BPF_DROP (TC_ACT_OK, TC_ACT_SHOT): nothing passed on.
+        terminal: true,
+        source: "aws/aws-network-policy-agent pkg/ebpf/c/tc.v4ingress.bpf.c, tc.v4egress.bpf.c, pkg/utils/utils.go",
+    },
 ];
+
+/// An owner that pins each pod's programs themselves (not links) and
+/// attaches them by a legacy tc filter it never replaces: what runs on the
+/// pod's interface must be the program it pinned for the pod.
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedPrograms {
+    pub owner: Owner,
+    /// Its programs' pin directory, below bpffs: one pin per pod identity
+    /// and program, `<identity>_<program>`.
+    pub dir: &'static str,
+    /// Each program's name and the host-side hook its filter is on.
+    pub programs: &'static [(&'static str, Direction)],
+    /// The priority and handle of its filters.
+    pub prio: u16,
+    pub handle: u32,
+    pub source: &'static str,
+}
+
+pub static PROGRAM_PINS: &[PinnedPrograms] = &[PinnedPrograms {
+    owner: Owner::AwsNetworkPolicy,
+    dir: "globals/aws/programs",
+    // The pod's ingress is the host veth's egress (TCEgressAttach with
+    // TC_INGRESS_PROG), and the reverse.
+    programs: &[("handle_ingress", Direction::Egress), ("handle_egress", Direction::Ingress)],
+    // aws-ebpf-sdk-go pkg/tc: netlink.FilterAdd (never Replace), Priority 1,
+    // Handle DEFAULT_BPF_FILTER_HANDLE (1), clsact qdisc ffff:.
+    prio: 1,
+    handle: 1,
+    source: "aws/aws-ebpf-sdk-go pkg/tc/tc.go; aws/aws-network-policy-agent pkg/utils/utils.go (GetPodIdentifier, \
+             GetBPFPinPathFromPodIdentifier); filters keeping the old program after aws-node is recreated: \
+             aws-network-policy-agent#514",
+}];
+
+/// The pod identities the AWS network policy agent pins a pod's programs
+/// under (pkg/utils `GetPodIdentifier`, since v1.4.0, and the form before
+/// it, `LegacyGetPodIdentifier`): the pod's name without its last
+/// `-`-separated part (pods of one ReplicaSet share their programs), `.`
+/// made `_`, then `@` (or, before, `-`) and its namespace.
+pub fn aws_pod_identities(name: &str, namespace: &str) -> [String; 2] {
+    let name = name.replace('.', "_");
+    let prefix = match name.rsplit_once('-') {
+        Some((prefix, _)) => prefix,
+        None => name.as_str(),
+    };
+    [format!("{prefix}@{namespace}"), format!("{prefix}-{namespace}")]
+}
+
+/// The owner whose pinned programs (not links) prove its own: those of
+/// `PROGRAM_PINS`.
+pub fn pins_programs(owner: Owner) -> bool {
+    PROGRAM_PINS.iter().any(|p| p.owner == owner)
+}
 
 /// Device drivers of tunnels (`IFLA_INFO_KIND`): what Calico's L3 pattern
 /// is for.

@@ -216,7 +216,19 @@ fn markdown_table() -> String {
                 }
             })
             .collect();
+        // An owner with no cgroup program: its programs on the pods' tc hooks.
+        let progs: Vec<String> = match registry::PROGRAM_PINS.iter().find(|p| p.owner == s.owner) {
+            Some(pp) if progs.is_empty() => pp
+                .programs
+                .iter()
+                .map(|(name, dir)| format!("sched_cls: `{name}` on the host veth's tc {dir:?}").to_lowercase())
+                .collect(),
+            _ => progs,
+        };
         let mut attach: Vec<&str> = s.programs.iter().map(|p| p.attach.as_str()).collect();
+        if registry::PROGRAM_PINS.iter().any(|p| p.owner == s.owner) {
+            attach.push("tc filter");
+        }
         attach.sort_unstable();
         attach.dedup();
         let list = |v: &[&str]| {
@@ -238,6 +250,7 @@ fn markdown_table() -> String {
             match s.intends {
                 Intends::Root => "at the root",
                 Intends::Anywhere => "anywhere",
+                Intends::PodInterfaces => "the pods' interfaces",
             },
         ));
     }

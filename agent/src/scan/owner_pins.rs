@@ -11,7 +11,7 @@ use crate::owner::Owner;
 use crate::snapshot::{OwnerMap, OwnerPin, ScanError};
 
 /// What the CNIs pinned in PID 1's bpffs (`<proc>/1/root/sys/fs/bpf`): their
-/// programs and links, and their maps in `tc/globals`; nothing
+/// programs and links, and their maps (`tc/globals`, AWS's `globals/aws/maps`); nothing
 /// when bpffs is not mounted there or cannot be reached. Read under the
 /// deadline of untrusted reads: the directories are others' to write (see
 /// `bpf::pins`).
@@ -21,8 +21,8 @@ pub fn owner_pins(
     errors: &mut Vec<ScanError>,
 ) -> (Vec<OwnerPin>, Vec<OwnerMap>) {
     let root = root::in_root_of(proc, 1, Path::new("/"));
-    type PerCni =
-        (Vec<(Owner, String, Result<Vec<pins::Pinned>, String>)>, Vec<(Owner, Result<Vec<pins::PinnedMap>, String>)>);
+    type Maps = Vec<(Owner, &'static str, Result<Vec<pins::PinnedMap>, String>)>;
+    type PerCni = (Vec<(Owner, String, Result<Vec<pins::Pinned>, String>)>, Maps);
     let read = move || -> Result<PerCni, String> {
         let bpffs = match pins::open_bpffs_in(&root) {
             Ok(fd) => fd,
@@ -57,12 +57,13 @@ pub fn owner_pins(
                 )),
             }
         }
-        let maps: Vec<(Owner, Result<Vec<pins::PinnedMap>, String>)> = crate::owner::registry::DATAPATHS
+        let maps: Maps = crate::owner::registry::DATAPATHS
             .iter()
             .map(|d| {
                 (
                     d.owner,
-                    pins::pinned_maps(bpffs.as_fd(), shown, "tc/globals", d.pinned_maps).map_err(|e| e.to_string()),
+                    d.maps_dir,
+                    pins::pinned_maps(bpffs.as_fd(), shown, d.maps_dir, d.pinned_maps).map_err(|e| e.to_string()),
                 )
             })
             .collect();
@@ -75,13 +76,14 @@ pub fn owner_pins(
     let (mut out, mut owner_maps) = (Vec::new(), Vec::new());
     match read {
         Ok((per_cni, maps)) => {
-            for (owner, found) in maps {
+            for (owner, dir, found) in maps {
                 match found {
                     Ok(m) => {
                         owner_maps.extend(m.into_iter().map(|m| OwnerMap { owner, name: m.name, map_id: m.map_id }))
                     }
                     Err(message) => {
-                        errors.push(ScanError { op: "read".into(), path: "/sys/fs/bpf/tc/globals".into(), message })
+                        let path = Path::new("/sys/fs/bpf").join(dir).display().to_string();
+                        errors.push(ScanError { op: "read".into(), path, message })
                     }
                 }
             }

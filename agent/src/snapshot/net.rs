@@ -297,6 +297,10 @@ pub enum HookProof {
     /// It uses a map the owner pinned in `tc/globals` (its tail-call map,
     /// which the owner's loader pins anew with each program it attaches).
     MapsPinned,
+    /// The program itself is pinned where an owner that pins programs, not
+    /// links, pins them (the AWS network policy agent's
+    /// `globals/aws/programs/<pod>_handle_*`).
+    ProgramPinned,
     /// The owner's privileged agent holds it open.
     Held,
 }

@@ -774,3 +774,78 @@ fn the_daemon_names_pods_outside_the_datapath_and_a_pod_that_lost_its_program() 
     assert!(gone, "the deleted pod's series stays:\n{}", daemon.get("/metrics").1);
     assert!(daemon.metric(&series(&again)).is_none());
 }
+
+/// Issue 48 (aws-network-policy-agent#514): the AWS network policy agent's
+/// programs, pinned and attached as its loader does, are its (proof
+/// `program_pinned`) and no finding; aws-node made again pins new
+/// programs, its `FilterAdd` leaves the old ones on the pod's interface,
+/// and the audit names the pod, the program its filter still runs and the
+/// pinned one, with the `tc filter replace` that fixes it. Running that
+/// command clears the finding.
+#[test]
+fn a_pod_whose_policy_filter_kept_the_old_program_is_named() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    let web = pod_with(&mut node, "shop", "web-7f9c4b8d5-x2v9q", false);
+    let veth = host_veth(&node, &web);
+    let mut first = PolicyAgent::start(&node);
+    let [old_in, old_eg] = first.attach(&veth, "web-7f9c4b8d5-x2v9q", "shop");
+    assert!(old_in.added && old_eg.added, "{old_in:?} {old_eg:?}");
+    let report = audit(&node, &[]).json();
+    let programs = &pod_net(&report, &web)["interfaces"][0]["programs"];
+    let on = |hook: &str| {
+        programs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["hook"] == hook)
+            .unwrap_or_else(|| panic!("{programs:#}"))
+            .clone()
+    };
+    assert_eq!(on("tc_egress")["prog_id"], old_in.prog_id, "{programs:#}");
+    assert_eq!(on("tc_egress")["owner"], "aws_network_policy", "{programs:#}");
+    assert_eq!(on("tc_egress")["proof"], "program_pinned", "{programs:#}");
+    assert_eq!(on("tc_ingress")["owner"], "aws_network_policy", "{programs:#}");
+    let stale = |report: &Value| -> Vec<Value> {
+        let found = report["findings"].as_array().expect("findings");
+        found.iter().filter(|f| f["kind"] == "endpoint_program_stale").cloned().collect()
+    };
+    assert!(stale(&report).is_empty(), "{:#}", report["findings"]);
+
+    // aws-node made again.
+    first.stop();
+    let mut second = PolicyAgent::start(&node);
+    let [new_in, new_eg] = second.attach(&veth, "web-7f9c4b8d5-x2v9q", "shop");
+    assert!(!new_in.added && !new_eg.added, "the filters stay: {new_in:?} {new_eg:?}");
+    assert_ne!(new_in.prog_id, old_in.prog_id);
+    let run = audit(&node, &[]);
+    let report = run.json();
+    let found = stale(&report);
+    assert_eq!(found.len(), 1, "{:#}", report["findings"]);
+    let f = &found[0];
+    assert_eq!(f["severity"], "critical", "{f:#}");
+    assert_eq!(f["owner"], "aws_network_policy", "{f:#}");
+    assert_eq!(f["pod_uid"], web.uid.as_str(), "{f:#}");
+    assert_eq!(f["pod_name"], "web-7f9c4b8d5-x2v9q", "{f:#}");
+    assert_eq!(f["count"], 2, "{f:#}");
+    let m = f["message"].as_str().unwrap();
+    let pin = "/sys/fs/bpf/globals/aws/programs/web-7f9c4b8d5@shop_handle_ingress";
+    assert!(m.contains(&format!("handle_ingress (prog {})", old_in.prog_id)), "{m}");
+    assert!(m.contains(&format!("is prog {} ({pin})", new_in.prog_id)), "{m}");
+    assert_eq!(run.code, 1, "{run:?}");
+    // The fix the finding names, run on the node, points the filter at the
+    // pinned program; with the egress one done too, nothing is said.
+    let fix = f["remediation"].as_str().unwrap();
+    let mut replaced = 0;
+    for cmd in fix.split('`').filter(|c| c.starts_with("tc filter replace")) {
+        let words: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        on_node_network(&node, "tc", &words);
+        replaced += 1;
+    }
+    assert_eq!(replaced, 2, "{fix}");
+    let report = audit(&node, &[]).json();
+    assert!(stale(&report).is_empty(), "{:#}", report["findings"]);
+    drop(second);
+}
