@@ -243,7 +243,9 @@ pub enum Attach {
 /// (see the module's header), its maps pinned under `bpffs`; the entries'
 /// program ids. `calls` is the local name of its tail-call map
 /// (`cilium_calls_overlay_2`; `netdev`: a native device's,
-/// `cilium_calls_netdev_<ifindex, 5 digits>`).
+/// `cilium_calls_netdev_<ifindex, 5 digits>`; `endpoint:<id>`: endpoint
+/// `id`'s, `cilium_calls_<id, 5 digits>`, its links pinned under
+/// `cilium/endpoints/<id>/links/`).
 pub fn attach(object: &Path, dev: &str, entries: &[(&str, Hook)], how: Attach, bpffs: &Path, calls: &str) -> Vec<u32> {
     let (elf, tails) = prepare(object);
     let globals = bpffs.join("tc/globals");
@@ -268,7 +270,13 @@ pub fn attach(object: &Path, dev: &str, entries: &[(&str, Hook)], how: Attach, b
             array.set(*slot, fd, 0).unwrap_or_else(|e| panic!("cilium_calls[{slot}]: {e}"));
         }
     }
-    let links = bpffs.join("cilium/devices").join(dev.replace('.', "-")).join("links");
+    // An endpoint's links go under its id (`endpoint:<id>`), a device's
+    // under its name.
+    let endpoint = calls.strip_prefix("endpoint:").map(|id| id.parse::<u16>().expect("an endpoint id"));
+    let links = match endpoint {
+        Some(id) => bpffs.join("cilium/endpoints").join(id.to_string()).join("links"),
+        None => bpffs.join("cilium/devices").join(dev.replace('.', "-")).join("links"),
+    };
     let ifindex = nix::net::if_::if_nametoindex(dev).unwrap_or_else(|e| panic!("{dev}: {e}"));
     let mut ids = Vec::new();
     for (name, hook) in entries {
@@ -307,7 +315,11 @@ pub fn attach(object: &Path, dev: &str, entries: &[(&str, Hook)], how: Attach, b
     }
     // commitMapPins: the local name points at this generation's map (a
     // native device's is named by its ifindex).
-    let calls = if calls == "netdev" { format!("cilium_calls_netdev_{ifindex:05}") } else { calls.to_owned() };
+    let calls = match endpoint {
+        Some(id) => format!("cilium_calls_{id:05}"),
+        None if calls == "netdev" => format!("cilium_calls_netdev_{ifindex:05}"),
+        None => calls.to_owned(),
+    };
     let pin = globals.join(calls);
     let _ = std::fs::remove_file(&pin);
     bpf.map("cilium_calls").expect("cilium_calls").pin(&pin).unwrap_or_else(|e| panic!("pin {}: {e:?}", pin.display()));

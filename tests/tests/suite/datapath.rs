@@ -849,3 +849,48 @@ fn a_pod_whose_policy_filter_kept_the_old_program_is_named() {
     assert!(stale(&report).is_empty(), "{:#}", report["findings"]);
     drop(second);
 }
+
+/// Issue 48: Cilium's own `bpf_lxc.o` (built from its source with its own
+/// Makefile rule), loaded and attached to a pod's host-side veth as
+/// cilium-agent's loader does: maps pinned by name in `tc/globals`, the
+/// endpoint's tail-call map pinned as `cilium_calls_<id>`, its tcx link
+/// pinned under `cilium/endpoints/<id>/links/`, and no fd kept (the loader
+/// exits). The listing proves it Cilium's (`link_pinned`), the pod is
+/// managed while a pod beside it that nothing attached to is not, and
+/// what the pod sends runs the program.
+#[test]
+fn ciliums_own_endpoint_program_is_proven_its_and_runs() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let mut node = Containerd::start_with_pod_network();
+    // The agent's process (the loader below does what its loader does).
+    let _cilium = CiliumAgent::in_node(node.node.pid1, &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let web = pod_with(&mut node, "shop", "web-0", false);
+    let early = pod_with(&mut node, "kube-system", "ebs-csi-node-x2v9q", false);
+    let veth = host_veth(&node, &web);
+    let object = integration_tests::cilium::objects().join("bpf_lxc.o");
+    let args = ["cilium-loader", object.to_str().unwrap(), &veth, "tcx", "endpoint:2301", "cil_from_container:in"];
+    let out = node.node.command_on_network(&fixture_bin(), &args).output().expect("cilium-loader");
+    assert!(out.status.success(), "cilium-loader: {}", String::from_utf8_lossy(&out.stderr));
+    let prog: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("its id");
+    let report = audit(&node, &["--endpoint-grace", "0s"]).json();
+    let programs = &pod_net(&report, &web)["interfaces"][0]["programs"];
+    let p = &programs[0];
+    assert_eq!(
+        (p["prog_id"].as_u64(), p["prog_name"].as_str(), p["owner"].as_str(), p["proof"].as_str()),
+        (Some(u64::from(prog)), Some("cil_from_container"), Some("cilium"), Some("link_pinned")),
+        "{programs:#}"
+    );
+    let outside: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "pod_outside_datapath").collect();
+    let uids: Vec<&str> = outside.iter().filter_map(|f| f["pod_uid"].as_str()).collect();
+    assert_eq!(uids, [early.uid.as_str()], "{outside:#?}");
+    assert_eq!(outside[0]["severity"], "critical", "{:#}", outside[0]);
+    let _stats = agent::bpf::sys::enable_run_stats().expect("BPF_ENABLE_STATS");
+    let ip = node.pod_ip(&web);
+    let before = run_count(prog);
+    send_from(pod_pid(&node, &web), &format!("{}.1", &ip[..ip.rfind('.').unwrap()]), 20);
+    assert!(run_count(prog) >= before + 20, "web's packets ran cil_from_container {} times", run_count(prog) - before);
+}

@@ -68,6 +68,50 @@ impl DeviceNode {
         (ids[0], ids[1])
     }
 
+    /// Cilium's overlay: `cilium_vxlan` on the node (collect-metadata
+    /// mode, port 8472, as Cilium makes it), and in `peer` a VXLAN device
+    /// `vx0` to the node over eth1 (10.99.0.2, the node's overlay address
+    /// 10.99.0.1 resolved to cilium_vxlan's MAC): what `peer` sends to
+    /// 10.99.0.1 arrives on cilium_vxlan's ingress.
+    fn overlay(&self) {
+        let ip = which("ip").unwrap();
+        let sh = |args: &[&str]| {
+            let out = self.node.command_on_network(&ip, args).output().expect("ip");
+            assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        sh(&["link", "add", "cilium_vxlan", "type", "vxlan", "external", "dstport", "8472"]);
+        sh(&["link", "set", "cilium_vxlan", "up"]);
+        let shown = sh(&["-o", "link", "show", "cilium_vxlan"]);
+        let mac = shown.split_whitespace().skip_while(|w| *w != "link/ether").nth(1).expect("its MAC").to_owned();
+        for args in [
+            &["-n", "peer", "link", "add", "vx0", "type", "vxlan", "id", "2", "remote", "10.98.0.1", "dstport", "8472"]
+                [..],
+            &["-n", "peer", "addr", "add", "10.99.0.2/24", "dev", "vx0"],
+            &["-n", "peer", "link", "set", "vx0", "up"],
+            &["-n", "peer", "neigh", "add", "10.99.0.1", "lladdr", &mac, "dev", "vx0"],
+        ] {
+            sh(args);
+        }
+    }
+
+    /// Cilium's agent attaches `dev`'s programs from its own `object` by
+    /// tcx, its tail-call map pinned as `calls`; the entries' ids.
+    fn attach_object(&self, object: &str, dev: &str, calls: &str, entries: &[&str]) -> Vec<u32> {
+        let object = integration_tests::cilium::objects().join(object);
+        let mut args = vec!["cilium-loader", object.to_str().unwrap(), dev, "tcx", calls];
+        args.extend(entries);
+        let out = self.node.command_on_network(&fixture_bin(), &args).output().expect("cilium-loader");
+        assert!(out.status.success(), "cilium-loader: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(|w| w.parse().unwrap()).collect()
+    }
+
+    /// Sends `n` datagrams from `peer` through the overlay (into
+    /// cilium_vxlan's ingress).
+    fn send_overlay(&self, n: usize) {
+        send_from_ns(&self.node.path("/run/netns/peer"), "10.99.0.1", n);
+    }
+
     /// Cilium's agent stops (its pod deleted; its programs stay): gone
     /// before the next audit looks.
     fn stop_agent(&mut self) {
@@ -447,4 +491,66 @@ fn the_daemon_reads_a_changed_device_at_once() {
         d.metric(revision).is_some_and(|r| r >= 2.0)
     });
     assert!(moved, "{:?}\n{}", d.metric(revision), d.logs());
+}
+
+/// cilium#44194 (1.18.6): after an agent restart, stale tcx links of
+/// Cilium's own `bpf_overlay.o` stay on `cilium_vxlan` beside the new ones
+/// (here: the restart finds no pins, a bpffs mounted over the node's hides
+/// them). First the healthy overlay: both programs where Cilium's pins say,
+/// nothing raised, and what arrives through the tunnel runs
+/// `cil_from_overlay`. Then the duplicate: traffic through the tunnel
+/// proves the old copy decides every packet and the new one never runs,
+/// and the audit names the old one stale, critical.
+#[test]
+fn a_stale_overlay_copy_on_cilium_vxlan_is_named_and_traffic_says_which_runs() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    let n = DeviceNode::new();
+    n.overlay();
+    let entries = ["cil_from_overlay:in", "cil_to_overlay:out"];
+    let old = n.attach_object("bpf_overlay.o", "cilium_vxlan", "cilium_calls_overlay_2", &entries);
+    let stats = agent::bpf::sys::enable_run_stats().expect("BPF_ENABLE_STATS");
+    n.send_overlay(5);
+    assert!(run_count(old[0]) >= 5, "cil_from_overlay ran {} times", run_count(old[0]));
+    let (report, run) = n.audit();
+    let devices = report["datapath"]["devices"]["devices"].as_array().unwrap();
+    let vxlan = devices.iter().find(|d| d["name"] == "cilium_vxlan").unwrap_or_else(|| panic!("{devices:#?}"));
+    let seen: Vec<(&str, &str, &str)> = vxlan["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (p["prog_name"].as_str().unwrap(), p["owner"].as_str().unwrap_or("-"), p["proof"].as_str().unwrap_or("-"))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("cil_from_overlay", "cilium", "link_pinned"), ("cil_to_overlay", "cilium", "link_pinned")],
+        "{vxlan:#}"
+    );
+    assert_eq!(vxlan["driver"], "vxlan", "{vxlan:#}");
+    for kind in DEVICE_KINDS {
+        assert!(of_kind(&report, kind).is_empty(), "{kind}: {:#}", report["findings"]);
+    }
+    assert_eq!(run.code, 0, "{run:?}");
+    // The restart that finds none of its pins.
+    let mounted = n.node.command(&which("mount").unwrap(), &["-t", "bpf", "bpf", "/sys/fs/bpf"]).status().unwrap();
+    assert!(mounted.success());
+    let new = n.attach_object("bpf_overlay.o", "cilium_vxlan", "cilium_calls_overlay_2", &entries);
+    let (old_before, new_before) = (run_count(old[0]), run_count(new[0]));
+    n.send_overlay(5);
+    let (old_ran, new_ran) = (run_count(old[0]) - old_before, run_count(new[0]) - new_before);
+    assert!(old_ran >= 5 && new_ran == 0, "old ran {old_ran}, new {new_ran}: the first copy decides");
+    drop(stats);
+    let (report, run) = n.audit();
+    let dups = of_kind(&report, "device_duplicate_programs");
+    let f = dups
+        .iter()
+        .find(|f| f["prog_name"] == "cil_from_overlay")
+        .unwrap_or_else(|| panic!("a duplicate on cilium_vxlan's ingress: {:#}", report["findings"]));
+    assert_eq!((f["severity"].as_str(), f["prog_id"].as_u64()), (Some("critical"), Some(u64::from(old[0]))), "{f:#}");
+    assert_eq!(f["interfaces"][0]["name"], "cilium_vxlan", "{f:#}");
+    assert!(dups.iter().any(|f| f["prog_name"] == "cil_to_overlay"), "{:#}", report["findings"]);
+    assert_eq!(run.code, 1, "{run:?}");
 }
