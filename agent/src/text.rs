@@ -20,6 +20,18 @@ fn acts(c: char) -> bool {
     c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// `s` as one word of a shell command a person copies: as it is when it
+/// holds only characters no shell reads specially, else in single quotes
+/// (a `'` in it closed, escaped and reopened). A device's name is any 15
+/// bytes but `/`, NUL and white space: `e;touch${IFS}P` names one.
+pub fn shell_word(s: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._@:+=,/-%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(format!("'{}'", s.replace('\'', r"'\''")))
+}
+
 /// `s` with every character that would act on a terminal escaped,
 /// newlines included: the result is one line that shows what `s` holds.
 pub fn escape(s: &str) -> Cow<'_, str> {
@@ -116,6 +128,16 @@ pub fn shown(name: &[u8]) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_in_a_command_stays_one_word() {
+        assert_eq!(shell_word("eni1a2b3c4d5e6"), "eni1a2b3c4d5e6");
+        assert_eq!(shell_word("eth0.100"), "eth0.100");
+        assert_eq!(shell_word("e;touch${IFS}P"), "'e;touch${IFS}P'");
+        assert_eq!(shell_word("a'b"), r"'a'\''b'");
+        assert_eq!(shell_word("`x`"), "'`x`'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn control_and_reordering_characters_are_shown_not_acted_on() {

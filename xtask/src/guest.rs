@@ -107,6 +107,13 @@ pub fn initramfs(arch: Arch, b: &GuestBinaries) -> Result<PathBuf> {
     copy(&b.agent, "bin/agent")?;
     copy(&b.fixture, "bin/fixture")?;
     copy(&b.tests, "bin/guest-tests")?;
+    // Cilium's own objects, for the device tests (BPF: any architecture).
+    std::fs::create_dir_all(root.join("cilium"))?;
+    let objects = crate::cilium::objects()?;
+    for o in ["bpf_host.o", "bpf_overlay.o"] {
+        std::fs::copy(objects.join(o), root.join("cilium").join(o))
+            .with_context(|| format!("copy {} into the initramfs", objects.join(o).display()))?;
+    }
     let image = workspace_root().join(format!("target/guest/{arch}/initramfs.cpio"));
     run(Command::new("sh")
         .current_dir(&root)

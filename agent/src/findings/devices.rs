@@ -71,12 +71,14 @@ fn detach_command(d: &Device, p: &DeviceProgram) -> String {
     match &p.via {
         Via::Filter { prio, handle, .. } => format!(
             "tc filter del dev {} {} pref {prio} handle {handle:#x} bpf",
-            d.name,
+            crate::text::shell_word(&d.name),
             if direction(p.hook) == 0 { "ingress" } else { "egress" }
         ),
         Via::Link { link_id } => format!("bpftool link detach id {link_id} (and remove its pin, if any)"),
-        Via::Attached if p.hook == IfHook::Xdp => format!("ip link set dev {} xdp off", d.name),
-        Via::Attached => format!("bpftool net detach {} dev {}", p.hook.as_str(), d.name),
+        Via::Attached if p.hook == IfHook::Xdp => {
+            format!("ip link set dev {} xdp off", crate::text::shell_word(&d.name))
+        }
+        Via::Attached => format!("bpftool net detach {} dev {}", p.hook.as_str(), crate::text::shell_word(&d.name)),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `pod_network_unreadable`: on a node configured for an eBPF per-endpoint
-//! datapath, pods whose network could not be read, so whether they are in
+//! datapath (or whose network policy agent pins each pod's programs:
+//! `endpoint_program_stale`), pods whose network could not be read, so whether they are in
 //! it (`pod_outside_datapath`) is not known. Never silently dropped: a pod
 //! with CAP_NET_ADMIN can make its own network unreadable (a renamed
 //! `eth0`, a namespace that will not answer), and without a user namespace
@@ -14,7 +15,12 @@ pub(super) const EXPLANATION: &str = "these pods' networks could not be read, so
 
 pub(super) fn network_unreadable(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
-    let Some(owner) = datapaths(snap).first().copied() else { return };
+    // A node whose per-pod programs are pinned per pod (the AWS network
+    // policy agent's) judges each pod's too: a pod that renames its eth0
+    // must not hide a stale program that way (red team 51, S1).
+    let Some(owner) = datapaths(snap).first().copied().or_else(|| super::stale_program::pinning_owner(snap)) else {
+        return;
+    };
     let unread: Vec<(&crate::snapshot::net::PodNet, String)> = snap
         .pod_networks
         .pods

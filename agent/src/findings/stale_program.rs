@@ -28,39 +28,126 @@ use crate::snapshot::net::{IfHook, Interface, PodNet, ProgramOn, Via};
 
 pub(super) const EXPLANATION: &str = "these pods' interfaces run a program named like the one their network policy agent pins for them, that the agent has not pinned: an earlier agent's (aws-network-policy-agent#514) or not its at all. Policy changes go to the pinned program's maps, which nothing on the interface reads.";
 
+/// The owner of `PROGRAM_PINS` whose privileged agent runs with pins read:
+/// the node runs its per-pod programs (a pod whose network cannot be read
+/// cannot be judged by this rule either: `pod_network_unreadable`).
+pub(super) fn pinning_owner(snap: &Snapshot) -> Option<Owner> {
+    PROGRAM_PINS
+        .iter()
+        .find(|o| {
+            snap.agents.iter().any(|a| a.owner == o.owner && a.privileged)
+                && snap.pins.iter().any(|p| p.owner == o.owner && p.link_id.is_none() && in_dir(p, o.dir))
+        })
+        .map(|o| o.owner)
+}
+
 pub(super) fn stale_programs(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let snap = cx.snap;
     for owner_pins in PROGRAM_PINS {
         let owner = owner_pins.owner;
         // Its pins prove anything only while its privileged agent runs
         // (issue 47, M3); and with none read, there is nothing to compare.
-        if !snap.agents.iter().any(|a| a.owner == owner && a.privileged) {
+        if pinning_owner(snap) != Some(owner) {
             continue;
         }
         let pinned: Vec<&OwnerPin> =
             snap.pins.iter().filter(|p| p.owner == owner && p.link_id.is_none() && in_dir(p, owner_pins.dir)).collect();
-        if pinned.is_empty() {
-            continue;
-        }
         for pod in &snap.pod_networks.pods {
             if pod.unread() {
                 continue;
             }
-            let stale: Vec<(&Interface, &ProgramOn, &str)> = pod
+            let own = OwnPins::of(snap, pod, &pinned);
+            let stale: Vec<Stale<'_>> = pod
                 .interfaces()
                 .iter()
                 .flat_map(|i| i.programs.iter().map(move |p| (i, p)))
                 .filter_map(|(i, p)| {
                     let (name, _) = owner_pins.programs.iter().find(|(name, dir)| is_its(p, name, *dir))?;
                     // Proven another owner's: not this rule's.
-                    let other = p.owner.is_some_and(|o| o != owner);
-                    (!other && !pinned.iter().any(|pin| pin.prog_id == p.prog_id)).then_some((i, p, *name))
+                    if p.owner.is_some_and(|o| o != owner) {
+                        return None;
+                    }
+                    let mine = own.as_ref().and_then(|o| o.pin(name));
+                    let elsewhere = pinned.iter().copied().find(|pin| pin.prog_id == p.prog_id);
+                    match (&own, mine, elsewhere) {
+                        // The pod's own pin runs there.
+                        (_, Some(pin), _) if pin.prog_id == p.prog_id => None,
+                        // Its name unknown: any of the owner's pins clears it.
+                        (None, _, Some(_)) => None,
+                        (_, mine, elsewhere) => Some(Stale { interface: i, program: p, name, mine, elsewhere }),
+                    }
                 })
                 .collect();
             if !stale.is_empty() {
-                out.push(finding(cx, owner_pins, pod, &pinned, &stale));
+                out.push(finding(cx, owner_pins, pod, own.as_ref(), &stale));
             }
         }
+    }
+}
+
+/// A program on a pod's interface that is not the one the owner pinned
+/// for the pod.
+struct Stale<'s> {
+    interface: &'s Interface,
+    program: &'s ProgramOn,
+    /// The owner's program name it is at the place of.
+    name: &'s str,
+    /// The pin for this pod's identity, when there is one.
+    mine: Option<&'s OwnerPin>,
+    /// The pin that does hold this program (another identity's), if any.
+    elsewhere: Option<&'s OwnerPin>,
+}
+
+/// The pins the owner made for one pod, by its identity (its name and
+/// namespace as the node names them).
+struct OwnPins<'s> {
+    pins: Vec<&'s OwnerPin>,
+    /// The identity the pins were found by.
+    identity: String,
+    /// Only the form before v1.4.0 names them, and another pod of the node,
+    /// in another namespace, has the same identity in that form
+    /// (`deny-me-0`@`ns1` and `deny-0`@`me-ns1` are both `deny-me-ns1`):
+    /// which pod the pins are for is not known (red team S3).
+    shared: bool,
+}
+
+impl<'s> OwnPins<'s> {
+    /// The pod's own pins: by its identity since v1.4.0
+    /// (`<prefix>@<namespace>`), else by the legacy one
+    /// (`<prefix>-<namespace>`); `None` when the pod's name is not known.
+    fn of(snap: &Snapshot, pod: &PodNet, pinned: &[&'s OwnerPin]) -> Option<OwnPins<'s>> {
+        let named = snap.names.pod(&pod.pod_uid, None)?;
+        let [at, legacy] = aws_pod_identities(&named.name, &named.namespace);
+        let with = |id: &str| -> Vec<&'s OwnerPin> {
+            pinned
+                .iter()
+                .copied()
+                .filter(|pin| {
+                    pin.path.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_prefix(id)).is_some_and(|rest| {
+                        rest.strip_prefix('_').is_some_and(|prog| !prog.is_empty() && !prog.contains('@'))
+                    })
+                })
+                .collect()
+        };
+        let pins = with(&at);
+        if !pins.is_empty() {
+            return Some(OwnPins { pins, identity: at, shared: false });
+        }
+        let pins = with(&legacy);
+        let shared = !pins.is_empty()
+            && snap.pod_networks.pods.iter().any(|other| {
+                other.pod_uid != pod.pod_uid
+                    && snap.names.pod(&other.pod_uid, None).is_some_and(|n| {
+                        n.namespace != named.namespace && aws_pod_identities(&n.name, &n.namespace)[1] == legacy
+                    })
+            });
+        Some(OwnPins { identity: if pins.is_empty() { at } else { legacy }, pins, shared })
+    }
+
+    /// Its pin of program `name`.
+    fn pin(&self, name: &str) -> Option<&'s OwnerPin> {
+        let file = format!("{}_{name}", self.identity);
+        self.pins.iter().copied().find(|pin| pin.path.file_name().is_some_and(|f| f == file.as_str()))
     }
 }
 
@@ -85,27 +172,18 @@ fn finding(
     cx: &Ctx<'_>,
     owner_pins: &PinnedPrograms,
     pod: &PodNet,
-    pinned: &[&OwnerPin],
-    stale: &[(&Interface, &ProgramOn, &str)],
+    own: Option<&OwnPins<'_>>,
+    stale: &[Stale<'_>],
 ) -> Finding {
+    use crate::text::shell_word;
     let snap = cx.snap;
     let owner = owner_pins.owner;
-    let named = snap.names.pod(&pod.pod_uid, None);
-    // The pins the owner made for this very pod, by its identity.
-    let identities = named.map(|n| aws_pod_identities(&n.name, &n.namespace));
-    let pin_for = |program: &str| -> Option<&OwnerPin> {
-        let ids = identities.as_ref()?;
-        pinned.iter().copied().find(|pin| {
-            pin.path
-                .file_name()
-                .and_then(|f| f.to_str())
-                .is_some_and(|f| ids.iter().any(|id| f == format!("{id}_{program}")))
-        })
-    };
+    let shared = own.is_some_and(|o| o.shared);
     let mut critical = false;
     let mut said = Vec::new();
     let mut fixes = Vec::new();
-    for (i, p, program) in stale {
+    for s in stale {
+        let (i, p) = (s.interface, s.program);
         let hook = if p.hook == IfHook::TcIngress { "ingress" } else { "egress" };
         let on = match &p.via {
             Via::Filter { prio, handle, .. } => format!("tc {hook} filter pref {prio} handle {handle:#x}"),
@@ -116,32 +194,52 @@ fn finding(
         } else {
             format!("{} (prog {})", p.prog_name, p.prog_id)
         };
-        match pin_for(program) {
-            Some(pin) => {
+        let whose = match s.elsewhere {
+            Some(other) => {
+                format!("; the program it runs is the one pinned at {}, for another pod", other.path.display())
+            }
+            None => String::new(),
+        };
+        match s.mine {
+            Some(pin) if !shared => {
                 critical = true;
                 said.push(format!(
-                    "{} runs {runs} on its {on}, while the program {} pinned for this pod is prog {} ({})",
+                    "{} runs {runs} on its {on}, while the program {} pinned for this pod is prog {} ({}){whose}",
                     i.name,
                     owner.title(),
                     pin.prog_id,
                     pin.path.display()
                 ));
                 fixes.push(format!(
-                    "`tc filter replace dev {} {hook} protocol all pref {} handle {:#x} bpf object-pinned {} direct-action`",
-                    i.name,
+                    "`tc filter replace dev {} {hook} protocol all pref {} handle {:#x} bpf object-pinned {} \
+                     direct-action`",
+                    shell_word(&i.name),
                     owner_pins.prio,
                     owner_pins.handle,
-                    pin.path.display()
+                    shell_word(&pin.path.display().to_string())
                 ));
             }
+            Some(pin) => said.push(format!(
+                "{} runs {runs} on its {on}, not prog {} pinned at {}; but that name is also another namespace's pod's \
+                 (the agent's identities before v1.4.0 are not unique), so which pod it is for is not known{whose}",
+                i.name,
+                pin.prog_id,
+                pin.path.display()
+            )),
+            None if s.elsewhere.is_some() => said.push(format!(
+                "{} runs {runs} on its {on}, and {} pinned none for this pod{whose}",
+                i.name,
+                owner.title(),
+            )),
             None => said.push(format!(
-                "{} runs {runs} on its {on}, which {} has not pinned (none of its pins in /sys/fs/bpf/{} names this \
-                 pod)",
+                "{} runs {runs} on its {on}, which {} has not pinned (none of its pins in /sys/fs/bpf/{} is this \
+                 program, nor names this pod)",
                 i.name,
                 owner.title(),
                 owner_pins.dir
             )),
         }
+        let _ = s.name;
     }
     let message = format!(
         "{}: policy changes go to the programs and maps {} pinned, which nothing on this interface reads: the pod \
@@ -150,18 +248,21 @@ fn finding(
         said.join("; "),
         owner.title(),
     );
+    let delete = match snap.names.pod(&pod.pod_uid, None) {
+        Some(n) => format!("`kubectl delete pod -n {} {}`", shell_word(&n.namespace), shell_word(&n.name)),
+        None => "`kubectl delete pod -n <namespace> <pod>`".to_owned(),
+    };
     let remediation = if fixes.is_empty() {
         format!(
             "find what put the program there (`tc filter show dev <interface> ingress|egress`, `bpftool prog show id \
-             <id>`); delete the pod so that it is made again and {} attaches its own: `kubectl delete pod -n \
-             <namespace> <pod>`.",
+             <id>`); delete the pod so that it is made again and {} attaches its own: {delete}.",
             owner.title()
         )
     } else {
         format!(
             "point the filter at the pinned program on the node: {}; or delete the pod so that it is made again: \
-             `kubectl delete pod -n <namespace> <pod>`. After every recreation of aws-node, check again (the upstream \
-             fix is aws-network-policy-agent#514).",
+             {delete}. After every recreation of aws-node, check again (the upstream fix is \
+             aws-network-policy-agent#514).",
             fixes.join("; ")
         )
     };
@@ -170,12 +271,12 @@ fn finding(
     f.owner = Some(owner);
     f.pod_uid = Some(pod.pod_uid.clone());
     f.count = Some(stale.len() as u64);
-    if let [(_, p, _)] = stale {
-        f.prog_id = Some(p.prog_id);
-        f.prog_name = Some(p.prog_name.clone());
+    if let [only] = stale {
+        f.prog_id = Some(only.program.prog_id);
+        f.prog_name = Some(only.program.prog_name.clone());
     }
     let mut interfaces: Vec<outside_datapath::InterfaceRef> =
-        stale.iter().map(|(i, ..)| outside_datapath::InterfaceRef::of(i)).collect();
+        stale.iter().map(|s| outside_datapath::InterfaceRef::of(s.interface)).collect();
     interfaces.dedup();
     f.interfaces = interfaces;
     f
@@ -305,6 +406,78 @@ mod tests {
         p.owner = Some(Owner::Cilium);
         let s = node_with(vec![p], vec![pin("web@shop_handle_ingress", 20)]);
         assert!(judged(&s).is_empty());
+    }
+
+    /// Red team 51, S2: a pod running the program pinned for another pod
+    /// (another identity's) while its own pin holds another is critical;
+    /// with no pin of its own, a warning that names whose it runs. With its
+    /// name not known, any of the agent's pins clears it.
+    #[test]
+    fn another_pods_pinned_program_is_not_this_pods() {
+        let pins = || vec![pin("deny@me-ns1_handle_ingress", 30), pin("web@shop_handle_ingress", 20)];
+        let s = node_with(vec![filter("handle_ingress", IfHook::TcEgress, 30)], pins());
+        let f = judged(&s);
+        assert_eq!(f[0].severity, Severity::Critical, "{f:#?}");
+        assert!(f[0].message.contains("deny@me-ns1_handle_ingress, for another pod"), "{}", f[0].message);
+        let s = node_with(
+            vec![filter("handle_ingress", IfHook::TcEgress, 30)],
+            vec![pin("deny@me-ns1_handle_ingress", 30)],
+        );
+        let f = judged(&s);
+        assert_eq!(f[0].severity, Severity::Warning, "{f:#?}");
+        assert!(f[0].message.contains("pinned none for this pod"), "{}", f[0].message);
+        let mut s = node_with(vec![filter("handle_ingress", IfHook::TcEgress, 30)], pins());
+        s.names = Names::default();
+        assert!(judged(&s).is_empty());
+    }
+
+    /// Red team 51, S3: the identity before v1.4.0 can be another
+    /// namespace's pod's too (`deny-me-0` of `ns1` and `deny-0` of `me-ns1`
+    /// are both `deny-me-ns1`): a warning, and no command that would hand
+    /// this pod the other's program.
+    #[test]
+    fn a_legacy_identity_two_namespaces_share_gives_no_command() {
+        let mut s = node_with(
+            vec![filter("handle_ingress", IfHook::TcEgress, 10)],
+            vec![pin("deny-me-ns1_handle_ingress", 20)],
+        );
+        s.names.pods.insert("u1".into(), PodName { namespace: "ns1".into(), name: "deny-me-0".into() });
+        assert_eq!(judged(&s)[0].severity, Severity::Critical, "alone, the legacy pin is the pod's");
+        let mut other = s.pod_networks.pods[0].clone();
+        other.pod_uid = "u2".into();
+        other.cgroup = "/kubepods/besteffort/podu2".into();
+        other.net = Net::HostNetwork;
+        s.pod_networks.pods.push(other);
+        s.names.pods.insert("u2".into(), PodName { namespace: "me-ns1".into(), name: "deny-0".into() });
+        let f = judged(&s);
+        assert_eq!(f[0].severity, Severity::Warning, "{f:#?}");
+        assert!(!f[0].remediation.contains("tc filter replace"), "{}", f[0].remediation);
+        assert!(f[0].message.contains("which pod it is for is not known"), "{}", f[0].message);
+    }
+
+    /// Red team 51, S4: a name put in a command is one shell word.
+    #[test]
+    fn an_interface_name_in_the_command_is_quoted() {
+        let mut s =
+            node_with(vec![filter("handle_ingress", IfHook::TcEgress, 10)], vec![pin("web@shop_handle_ingress", 20)]);
+        if let Net::Interfaces { interfaces, .. } = &mut s.pod_networks.pods[0].net {
+            interfaces[0].name = "e;touch${IFS}P".into();
+        }
+        let f = judged(&s);
+        assert!(f[0].remediation.contains("tc filter replace dev 'e;touch${IFS}P' egress"), "{}", f[0].remediation);
+        assert!(f[0].remediation.contains("`kubectl delete pod -n shop web-7f9c`"), "{}", f[0].remediation);
+    }
+
+    /// Red team 51, S1: a pod that renamed its eth0 cannot be judged, and
+    /// says so on a node whose policy agent pins each pod's programs.
+    #[test]
+    fn a_pod_whose_network_cannot_be_read_is_said() {
+        let mut s = node_with(vec![], vec![pin("web@shop_handle_ingress", 20)]);
+        s.pod_networks.pods[0].net = Net::Unreadable { reason: "it has no eth0 (renamed?)".into() };
+        let f: Vec<Finding> =
+            evaluate(&s, &Policy::default()).into_iter().filter(|f| f.kind == Kind::PodNetworkUnreadable).collect();
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].owner, Some(AWS));
     }
 
     /// Its pins prove nothing without its agent, and with none read there is

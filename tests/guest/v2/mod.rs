@@ -2,6 +2,7 @@
 
 mod daemon;
 mod datapath;
+mod devices;
 mod events;
 mod owners;
 mod remount;

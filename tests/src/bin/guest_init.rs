@@ -127,7 +127,8 @@ fn main() {
             .env("CGAUDIT_BOOT", &boot)
             .env("CGAUDIT_AGENT", "/bin/agent")
             .env("CGAUDIT_AGENT_STATIC", "/bin/agent")
-            .env("CGAUDIT_FIXTURE_STATIC", "/bin/fixture");
+            .env("CGAUDIT_FIXTURE_STATIC", "/bin/fixture")
+            .env("CGAUDIT_CILIUM_OBJECTS", "/cilium");
         if names.is_empty() { 1 } else { run(cmd) }
     } else {
         0

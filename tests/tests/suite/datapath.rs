@@ -835,6 +835,26 @@ fn a_pod_whose_policy_filter_kept_the_old_program_is_named() {
     assert!(m.contains(&format!("handle_ingress (prog {})", old_in.prog_id)), "{m}");
     assert!(m.contains(&format!("is prog {} ({pin})", new_in.prog_id)), "{m}");
     assert_eq!(run.code, 1, "{run:?}");
+    // The pod renames its eth0 (CAP_NET_ADMIN in its own namespace): it
+    // cannot be judged, and that is said, not "ok" (red team 51, S1).
+    let rename = |from: &str, to: &str| {
+        let ns = format!("--net=/proc/{}/ns/net", pod_pid(&node, &web));
+        for args in
+            [vec!["link", "set", from, "down"], vec!["link", "set", from, "name", to], vec!["link", "set", to, "up"]]
+        {
+            let ok = std::process::Command::new("nsenter").arg(&ns).arg("ip").args(&args).status().unwrap();
+            assert!(ok.success(), "ip {args:?}");
+        }
+    };
+    rename("eth0", "eth9");
+    let run = audit(&node, &[]);
+    let report = run.json();
+    let unread: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "pod_network_unreadable").collect();
+    assert_eq!(unread.len(), 1, "{:#}", report["findings"]);
+    assert_eq!(unread[0]["owner"], "aws_network_policy", "{:#}", unread[0]);
+    assert_eq!(run.code, 1, "{run:?}");
+    rename("eth9", "eth0");
     // The fix the finding names, run on the node, points the filter at the
     // pinned program; with the egress one done too, nothing is said.
     let fix = f["remediation"].as_str().unwrap();

@@ -181,7 +181,19 @@ fn read_device(node: &mut HostNet, d: &mut Device, l: &Link) -> bool {
     // tcx first: on one device it runs before the legacy tc filters (which
     // run only when tcx passes the packet on).
     for (attach, hook) in mprog_hooks(l) {
-        match sys::ifindex_query(d.ifindex, attach) {
+        // What the kernel takes is decided by this query, as on the pods'
+        // interfaces: a node without pods says it too.
+        use crate::features::{self, Feature, Verdict};
+        let feature =
+            if matches!(hook, IfHook::TcxIngress | IfHook::TcxEgress) { Feature::Tcx } else { Feature::Netkit };
+        let query = sys::ifindex_query(d.ifindex, attach);
+        match &query {
+            Ok(_) => features::record(feature, Verdict::yes()),
+            Err(e) if e.errno() == Some(libc::ENOENT) => features::record(feature, Verdict::yes()),
+            Err(e) if e.errno() == Some(libc::EINVAL) => features::record(feature, Verdict::no(e)),
+            Err(_) => {}
+        }
+        match query {
             Ok(q) => {
                 // A hook never attached to is at revision 1: only one that
                 // has changed, or holds programs, says something.
