@@ -3,9 +3,12 @@
 //! (the real node's) as cilium-agent's loader attaches it: by tcx links
 //! pinned under `cilium/devices/<dev>/links/` where the kernel takes tcx,
 //! else by legacy tc filters (priority 1), maps pinned in `tc/globals`, no
-//! fd kept. What the tests on this machine's kernel prove
-//! (tests/tests/suite/devices.rs), here with each kernel's tcx or its
-//! absence, and the traffic that proves which copy runs.
+//! fd kept. The healthy node the tests on this machine's kernel start from
+//! (tests/tests/suite/devices.rs, where the duplicates, leftovers and the
+//! rest are made), here with each kernel's tcx or its absence: read in the
+//! kernel's order, proven Cilium's, nothing raised, and the traffic runs
+//! it. (One load of bpf_host.o per kernel: its verification is most of
+//! the test's time under emulation.)
 
 use std::process::{Child, Command};
 
@@ -87,7 +90,7 @@ const DEVICE_KINDS: [&str; 5] = [
 ];
 
 #[test]
-fn ciliums_host_programs_are_read_and_a_second_copy_named_on_every_kernel() {
+fn ciliums_host_programs_are_read_as_each_kernel_holds_them() {
     let _g = guest::require("v2");
     let t = TestCgroup::new("devices");
     // The device: a veth pair into a namespace that sends it traffic,
@@ -100,15 +103,19 @@ fn ciliums_host_programs_are_read_and_a_second_copy_named_on_every_kernel() {
         pins.mounts += 1;
     }
     let _agent = Named(Command::new(fixture_bin()).args(["named", "cilium-agent"]).spawn().expect("spawn"));
-    // tcx where the kernel takes it (the loader tries it, as Cilium's
-    // does), else legacy tc.
-    let (tcx, (from, _)) = match load(&dev, "tcx") {
-        Ok(ids) => (true, ids),
-        Err(e) => {
-            eprintln!("no tcx on this kernel, legacy tc: {e}");
-            (false, load(&dev, "tc:1").expect("cilium-loader by tc"))
+    // tcx where the kernel takes it, else legacy tc: tried once with a
+    // program of nothing (bpf_host.o's verification is what costs).
+    let tcx = {
+        let probe = Prog::load_sched_cls("tcx_probe");
+        let ifindex = nix::net::if_::if_nametoindex(dev.as_str()).expect("the device");
+        let attach = aya_obj::generated::bpf_attach_type::BPF_TCX_INGRESS as u32;
+        match agent::bpf::sys::tcx_link_create(ifindex, std::os::fd::AsFd::as_fd(&probe.fd), attach) {
+            Ok(_link) => true,
+            Err(e) if e.errno() == Some(libc::EINVAL) => false,
+            Err(e) => panic!("tcx on {dev}: {e}"),
         }
     };
+    let (from, _) = load(&dev, if tcx { "tcx" } else { "tc:1" }).expect("cilium-loader");
     let audit = || {
         let run = agent(&["audit", "--output", "json", "--cgroup-root", t.path.to_str().unwrap()]);
         assert!(run.code == 0 || run.code == 1, "{run:?}");
@@ -150,32 +157,5 @@ fn ciliums_host_programs_are_read_and_a_second_copy_named_on_every_kernel() {
     send_from(peer.pid, &peer.gateway, 20);
     assert!(run_count(from) >= before + 20, "cil_from_netdev ran {} times", run_count(from) - before);
 
-    // A second copy: by tcx, a restart under a bpffs mounted over the
-    // node's (cilium#47847); by tc, a changed `bpf-filter-priority`
-    // (cilium#36172). The first copy decides every packet.
-    let second = if tcx {
-        mount_bpffs();
-        pins.mounts += 1;
-        load(&dev, "tcx")
-    } else {
-        load(&dev, "tc:2")
-    }
-    .expect("the second attach");
-    let (old_before, new_before) = (run_count(from), run_count(second.0));
-    send_from(peer.pid, &peer.gateway, 20);
-    let (old_ran, new_ran) = (run_count(from) - old_before, run_count(second.0) - new_before);
-    assert!(old_ran >= 20 && new_ran == 0, "old ran {old_ran}, new {new_ran}: the first copy decides");
     drop(stats);
-    let (report, code) = audit();
-    let dups = of_kind(&report, "device_duplicate_programs");
-    let f = dups
-        .iter()
-        .find(|f| f["prog_name"] == "cil_from_netdev")
-        .unwrap_or_else(|| panic!("a duplicate on {dev}'s ingress: {:#}", report["findings"]));
-    assert_eq!(f["prog_id"].as_u64(), Some(u64::from(from)), "the first copy is named stale: {f:#}");
-    assert_eq!(f["interfaces"][0]["name"], dev.as_str(), "{f:#}");
-    if tcx {
-        assert_eq!(f["severity"], "critical", "{f:#}");
-        assert_eq!(code, 1);
-    }
 }
