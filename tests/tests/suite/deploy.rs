@@ -476,6 +476,55 @@ fn a_real_prometheus_with_the_operators_target_labels_pages_once_naming_the_brok
         assert!(labels.keys().all(|k| !k.starts_with("exported_")), "{labels:?}");
         assert_eq!(labels["pod"], "cgaudit-4x9zq");
     }
+    dashboard_queries_return_what_their_panels_mean(&prom);
+}
+
+/// Issue 50: the chart's Grafana dashboard (`dashboards.enabled`), each
+/// panel's queries run against this Prometheus scraping the seed node, as
+/// Grafana runs them (its variables at "All", `$__rate_interval` a window
+/// the scrapes fill): every query answers, with series of finite values,
+/// and the panels that show the seed's verdict show it.
+fn dashboard_queries_return_what_their_panels_mean(prom: &Prometheus) {
+    let docs = render(&["--set", "dashboards.enabled=true"]);
+    let cm = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .unwrap_or_else(|| panic!("no dashboard ConfigMap labelled for Grafana's sidecar"));
+    let dashboard: Value = serde_json::from_str(cm["data"]["cgaudit-fleet.json"].as_str().expect("the dashboard"))
+        .expect("the dashboard is JSON");
+    let grafana = |expr: &str| expr.replace("$node", ".*").replace("$job", ".+").replace("$__rate_interval", "30s");
+    // The variables' series exist and carry the label they list.
+    for v in dashboard["templating"]["list"].as_array().unwrap().iter().filter(|v| v["type"] == "query") {
+        let q = v["query"].as_str().unwrap();
+        let inner = q.strip_prefix("label_values(").and_then(|r| r.strip_suffix(')')).expect("label_values(...)");
+        let (selector, label) = inner.rsplit_once(", ").expect("label_values(series, label)");
+        let found = prom.query(&grafana(selector));
+        assert!(found.iter().any(|s| s["metric"][label].is_string()), "variable {}: {q}: {found:?}", v["name"]);
+    }
+    let mut answered = std::collections::BTreeMap::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap();
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = grafana(t["expr"].as_str().unwrap());
+            let result = prom.query(&expr);
+            assert!(!result.is_empty(), "panel {title:?}: {expr} returned nothing");
+            for s in &result {
+                let value = s["value"][1].as_str().and_then(|v| v.parse::<f64>().ok());
+                assert!(value.is_some_and(f64::is_finite), "panel {title:?}: {expr}: {s}");
+            }
+            answered.insert(format!("{title} {}", t["refId"].as_str().unwrap()), result);
+        }
+    }
+    let value = |key: &str| answered[key][0]["value"][1].as_str().unwrap().to_owned();
+    assert_eq!(value("Nodes with a critical finding A"), "1", "the seed node is broken");
+    assert_eq!(value("Nodes audited A"), "1");
+    let labels = |key: &str, label: &str| -> Vec<String> {
+        answered[key].iter().filter_map(|s| s["metric"][label].as_str().map(str::to_owned)).collect()
+    };
+    assert!(labels("Findings by node and kind A", "kind").contains(&"socket_lb_below_root".to_owned()));
+    assert!(labels("Findings by owner A", "owner").contains(&"cilium".to_owned()));
+    assert_eq!(labels("Misattached socket-LB programs A", "node"), ["node-1"]);
+    assert_eq!(labels("Misattached socket-LB programs A", "owner"), ["cilium"]);
 }
 
 /// node-problem-detector's custom plugin monitor, as its plugin.go does it:
