@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 /// The commit the agent is built from, for `cgaudit_build_info` and the
 /// report: `$CGAUDIT_REVISION` when set (a build from a source archive),
-/// else `git rev-parse`, else "unknown".
+/// else `git rev-parse` (with `-dirty` when the agent's sources differ from
+/// it), else "unknown".
 fn revision(workspace: &Path) -> String {
     println!("cargo:rerun-if-env-changed=CGAUDIT_REVISION");
     if let Some(r) = std::env::var("CGAUDIT_REVISION").ok().filter(|r| !r.is_empty()) {
@@ -27,7 +28,23 @@ fn revision(workspace: &Path) -> String {
     {
         println!("cargo:rerun-if-changed={}", dot_git.join(r).display());
     }
-    git(workspace, &["rev-parse", "--short=12", "HEAD"])
+    // The sources the binary is built from, changed since that commit: the
+    // revision says so (`-dirty`), or `agent --version` would name a commit
+    // whose bytes it does not hold. Their changes run this again.
+    let sources = ["agent", "agent-common", "agent-ebpf", "Cargo.toml", "Cargo.lock"];
+    for s in sources {
+        println!("cargo:rerun-if-changed={}", workspace.join(s).display());
+    }
+    let head = git(workspace, &["rev-parse", "--short=12", "HEAD"]);
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no", "--"])
+        .args(sources)
+        .current_dir(workspace)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .is_some_and(|o| !o.stdout.is_empty());
+    if dirty && head != "unknown" { format!("{head}-dirty") } else { head }
 }
 
 /// What `git ARGS` prints in `workspace`, trimmed, or "unknown".

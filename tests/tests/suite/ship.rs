@@ -55,7 +55,14 @@ fn static_binary_needs_nothing_installed() {
 fn assert_full_version(printed: &str) {
     let version = printed.trim();
     let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let mut head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    // Built from sources that differ from that commit: said (agent/build.rs).
+    let sources = ["agent", "agent-common", "agent-ebpf", "Cargo.toml", "Cargo.lock"];
+    let status =
+        Command::new("git").args(["status", "--porcelain", "--untracked-files=no", "--"]).args(sources).output();
+    if status.is_ok_and(|s| !s.stdout.is_empty()) {
+        head.push_str("-dirty");
+    }
     let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
     let prefix = format!("agent {} (revision {head}, {target}, built ", env!("CARGO_PKG_VERSION"));
     let date = version.strip_prefix(&prefix).and_then(|d| d.strip_suffix(')'));
