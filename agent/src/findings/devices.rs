@@ -388,7 +388,7 @@ pub(super) fn shadowed(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             "Unmount what hides it, once, on the node (`umount {at}`: the hidden bpffs and its pins come back), and \
              remove the line of /etc/fstab that mounted it again (`mount -a`); then, where an agent attached again \
              meanwhile, detach the copies device_duplicate_programs names.",
-            at = h.hidden_by_point,
+            at = crate::text::shell_word(&h.hidden_by_point),
         );
         let severity = if orphans.is_empty() { Severity::Warning } else { Severity::Critical };
         let mut f = Finding::new(Kind::BpffsShadowed, severity, message, remediation);

@@ -32,10 +32,14 @@ pub(super) fn mounts_not_root(snap: &Snapshot, out: &mut Vec<Finding>) {
             ),
             None => message,
         };
-        let mp = m.mount_point.display();
+        // One shell word each (red team 52, T4): as an argument, and inside
+        // the `sh -c` script (which is then quoted as a whole).
+        let shown = m.mount_point.display().to_string();
+        let mp = crate::text::shell_word(&shown);
+        let script = crate::text::shell_word(&format!("umount {mp} && mount -t cgroup2 none {mp}")).into_owned();
         let mut remediation = format!(
             "Replace the mount with one made from PID 1's cgroup and mount namespaces: `agent remount --path {mp} --apply` \
-             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c 'umount {mp} && mount -t cgroup2 none {mp}'`)"
+             (or `nsenter --cgroup=/proc/1/ns/cgroup --mount=/proc/1/ns/mnt sh -c {script}`)"
         );
         match owner.and_then(Owner::spec) {
             Some(spec) => remediation.push_str(&format!(
@@ -74,6 +78,30 @@ mod tests {
         ];
         let f = evaluate(&s, &Policy::default());
         assert_eq!(kinds(&f), ["cgroup_mount_not_root", "cgroup_mount_not_root"]);
+        // The command a person pastes, for a plain path as it always was.
+        assert!(
+            f[0].remediation
+                .contains("sh -c 'umount /run/cilium/cgroupv2 && mount -t cgroup2 none /run/cilium/cgroupv2'"),
+            "{}",
+            f[0].remediation
+        );
+        // A mount point someone named with shell syntax stays one word,
+        // inside the script too (red team 52, T4).
+        s.mounts = vec![mount("/mnt/$(touch${IFS}P)", CTR_ID, Some(CTR))];
+        let f = evaluate(&s, &Policy::default());
+        assert!(f[0].remediation.contains("--path '/mnt/$(touch${IFS}P)' --apply"), "{}", f[0].remediation);
+        assert!(
+            f[0].remediation.contains(r#"sh -c 'umount '\''/mnt/$(touch${IFS}P)'\'' && mount"#),
+            "{}",
+            f[0].remediation
+        );
+        s.mounts = vec![
+            mount("/sys/fs/cgroup", 1, Some("/")),
+            mount("/run/cilium/cgroupv2", CTR_ID, Some(CTR)),
+            mount("/mnt/elsewhere", 77, Some("/system.slice")),
+            mount("/run/calico/cgroup", 999, None),
+        ];
+        let f = evaluate(&s, &Policy::default());
         assert_eq!(
             (f[0].severity, f[0].cgroup.as_deref(), f[0].owner),
             (Severity::Critical, Some(CTR), Some(Owner::Cilium))
