@@ -502,6 +502,21 @@ pub fn names_wanted(snap: &Snapshot, found: &[Finding]) -> NamesWanted {
         }
     }
     wanted.pods.extend(snap.pod_networks.pods.iter().filter(|p| !p.interfaces().is_empty()).map(|p| p.pod_uid.clone()));
+    // Where a policy agent pins each pod's programs by its name, the name
+    // is judged by: from the runtime's record of its containers, which no
+    // pod writes, not only `/var/log/pods` (red team 52, T1).
+    if stale_program::pinning_owner(snap).is_some() {
+        let judged: BTreeSet<&str> =
+            snap.pod_networks.pods.iter().filter(|p| !p.interfaces().is_empty()).map(|p| p.pod_uid.as_str()).collect();
+        for pod in snap.pods.iter().filter(|p| judged.contains(p.pod_uid.as_str())) {
+            for c in &pod.containers {
+                let a = attribute(&c.cgroup);
+                if let Some(id) = a.container_id {
+                    wanted.containers.insert(id, (a.pod_uid, a.runtime));
+                }
+            }
+        }
+    }
     wanted
 }
 

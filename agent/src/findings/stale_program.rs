@@ -107,6 +107,10 @@ struct OwnPins<'s> {
     /// both `deny-me-ns1`): which pod the pins are for is not proven (red
     /// team 51 S3, 52 T3).
     shared: bool,
+    /// The pod's name comes from the runtime's record of its containers;
+    /// `false`: only from `/var/log/pods`, which a log shipper's hostPath
+    /// can write, so the identity is not proven the pod's (red team 52, T1).
+    proven: bool,
 }
 
 impl<'s> OwnPins<'s> {
@@ -114,7 +118,10 @@ impl<'s> OwnPins<'s> {
     /// (`<prefix>@<namespace>`), else by the legacy one
     /// (`<prefix>-<namespace>`); `None` when the pod's name is not known.
     fn of(snap: &Snapshot, pod: &PodNet, pinned: &[&'s OwnerPin]) -> Option<OwnPins<'s>> {
-        let named = snap.names.pod(&pod.pod_uid, None)?;
+        let (named, proven) = match runtime_name(snap, &pod.pod_uid) {
+            Some(n) => (n, true),
+            None => (snap.names.pod(&pod.pod_uid, None)?, false),
+        };
         let [at, legacy] = aws_pod_identities(&named.name, &named.namespace);
         let with = |id: &str| -> Vec<&'s OwnerPin> {
             pinned
@@ -129,7 +136,7 @@ impl<'s> OwnPins<'s> {
         };
         let pins = with(&at);
         if !pins.is_empty() {
-            return Some(OwnPins { pins, identity: at, shared: false });
+            return Some(OwnPins { pins, identity: at, shared: false, proven });
         }
         // The form before v1.4.0 is not unique across namespaces, and which
         // other pods share it cannot be known from the names the audit
@@ -137,7 +144,7 @@ impl<'s> OwnPins<'s> {
         // never taken for this pod's alone.
         let pins = with(&legacy);
         let shared = !pins.is_empty();
-        Some(OwnPins { identity: if pins.is_empty() { at } else { legacy }, pins, shared })
+        Some(OwnPins { identity: if pins.is_empty() { at } else { legacy }, pins, shared, proven })
     }
 
     /// Its pin of program `name`.
@@ -145,6 +152,17 @@ impl<'s> OwnPins<'s> {
         let file = format!("{}_{name}", self.identity);
         self.pins.iter().copied().find(|pin| pin.path.file_name().is_some_and(|f| f == file.as_str()))
     }
+}
+
+/// The pod's name as a runtime records it for one of its containers
+/// (containerd, CRI-O, Docker; not the kubelet's log directories).
+fn runtime_name<'s>(snap: &'s Snapshot, uid: &str) -> Option<&'s crate::snapshot::PodName> {
+    let pod = snap.pods.iter().find(|p| p.pod_uid == uid)?;
+    pod.containers.iter().find_map(|c| {
+        let id = crate::attribution::attribute(&c.cgroup).container_id?;
+        let named = snap.names.containers.get(&id)?.as_ref()?;
+        (named.source != "kubelet logs").then_some(&named.pod)
+    })
 }
 
 /// Whether pin `p` is in directory `dir` (below bpffs) itself.
@@ -175,6 +193,7 @@ fn finding(
     let snap = cx.snap;
     let owner = owner_pins.owner;
     let shared = own.is_some_and(|o| o.shared);
+    let proven = own.is_some_and(|o| o.proven);
     let mut critical = false;
     let mut said = Vec::new();
     let mut fixes = Vec::new();
@@ -197,7 +216,7 @@ fn finding(
             None => String::new(),
         };
         match s.mine {
-            Some(pin) if !shared => {
+            Some(pin) if !shared && proven => {
                 critical = true;
                 said.push(format!(
                     "{} runs {runs} on its {on}, while the program {} pinned for this pod is prog {} ({}){whose}",
@@ -215,6 +234,14 @@ fn finding(
                     shell_word(&pin.path.display().to_string())
                 ));
             }
+            Some(pin) if !shared => said.push(format!(
+                "{} runs {runs} on its {on}, not prog {} pinned at {}; but the pod's name that identity comes from \
+                 is only in /var/log/pods (no runtime's record of its containers was read), which others can write: \
+                 not proof that the pin is this pod's{whose}",
+                i.name,
+                pin.prog_id,
+                pin.path.display()
+            )),
             Some(pin) => said.push(format!(
                 "{} runs {runs} on its {on}, not prog {} pinned at {}; but that is an identity of the agent before \
                  v1.4.0, which pods of two namespaces can share, so which pod it is for is not known{whose}",
@@ -243,7 +270,7 @@ fn finding(
         said.join("; "),
         owner.title(),
     );
-    let delete = match snap.names.pod(&pod.pod_uid, None) {
+    let delete = match runtime_name(snap, &pod.pod_uid) {
         Some(n) => format!("`kubectl delete pod -n {} {}`", shell_word(&n.namespace), shell_word(&n.name)),
         None => "`kubectl delete pod -n <namespace> <pod>`".to_owned(),
     };
@@ -285,6 +312,8 @@ mod tests {
     use crate::snapshot::{Names, PodName};
 
     const AWS: Owner = Owner::AwsNetworkPolicy;
+    const U1: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c01";
+    const U2: &str = "0d1f4a52-77c3-4a8e-9d2b-5f6e7a8b9c02";
 
     fn filter(name: &str, hook: IfHook, id: u32) -> ProgramOn {
         let mut p = ProgramOn::new(
@@ -314,10 +343,10 @@ mod tests {
         s.pins = pins;
         s.pod_networks = PodNetworks {
             pods: vec![PodNet {
-                pod_uid: "u1".into(),
+                pod_uid: U1.into(),
                 namespace: None,
                 name: None,
-                cgroup: "/kubepods/besteffort/podu1".into(),
+                cgroup: format!("/kubepods/besteffort/pod{U1}"),
                 started: Some(1),
                 net: Net::Interfaces {
                     other_links_into_node: 0,
@@ -337,8 +366,26 @@ mod tests {
             ..Default::default()
         };
         s.names = Names::default();
-        s.names.pods.insert("u1".into(), PodName { namespace: "shop".into(), name: "web-7f9c".into() });
+        name_from_runtime(&mut s, U1, "shop", "web-7f9c");
         s
+    }
+
+    /// Pod `uid` named `namespace/name` by containerd's record of its
+    /// sandbox, as a real audit names a pod it judges here.
+    fn name_from_runtime(s: &mut Snapshot, uid: &str, namespace: &str, name: &str) {
+        let id = format!("{:0>64}", s.pods.len() + 1);
+        let mut pod = crate::fixtures::pod_cgroup(&format!("/kubepods/besteffort/pod{uid}"), 50, uid, &[]);
+        pod.containers.push(crate::snapshot::ContainerCgroup {
+            cgroup: format!("/kubepods/besteffort/pod{uid}/{id}"),
+            cgroup_id: 51,
+            effective: pod.effective.clone(),
+        });
+        s.pods.retain(|p| p.pod_uid != uid);
+        s.pods.push(pod);
+        let pod = PodName { namespace: namespace.into(), name: name.into() };
+        s.names.pods.insert(uid.into(), pod.clone());
+        let named = crate::snapshot::ContainerName { pod, container: None, source: "containerd" };
+        s.names.containers.insert(id, Some(named));
     }
 
     fn judged(s: &Snapshot) -> Vec<Finding> {
@@ -436,22 +483,37 @@ mod tests {
             vec![filter("handle_ingress", IfHook::TcEgress, 10)],
             vec![pin("deny-me-ns1_handle_ingress", 20)],
         );
-        s.names.pods.insert("u1".into(), PodName { namespace: "ns1".into(), name: "deny-me-0".into() });
+        name_from_runtime(&mut s, U1, "ns1", "deny-me-0");
         // Even with no other pod named (red team 52, T3: a pod that moved
         // its eth0 away is never named), a legacy pin is not proven the pod's.
         let f = judged(&s);
         assert_eq!(f[0].severity, Severity::Warning, "{f:#?}");
         assert!(!f[0].remediation.contains("tc filter replace"), "{}", f[0].remediation);
         let mut other = s.pod_networks.pods[0].clone();
-        other.pod_uid = "u2".into();
-        other.cgroup = "/kubepods/besteffort/podu2".into();
+        other.pod_uid = U2.into();
+        other.cgroup = format!("/kubepods/besteffort/pod{U2}");
         other.net = Net::HostNetwork;
         s.pod_networks.pods.push(other);
-        s.names.pods.insert("u2".into(), PodName { namespace: "me-ns1".into(), name: "deny-0".into() });
+        name_from_runtime(&mut s, U2, "me-ns1", "deny-0");
         let f = judged(&s);
         assert_eq!(f[0].severity, Severity::Warning, "{f:#?}");
         assert!(!f[0].remediation.contains("tc filter replace"), "{}", f[0].remediation);
         assert!(f[0].message.contains("which pod it is for is not known"), "{}", f[0].message);
+    }
+
+    /// Red team 52, T1: a name only `/var/log/pods` gives (which a log
+    /// shipper's hostPath can write) does not prove which pins are the
+    /// pod's: a warning, and no command that would move programs.
+    #[test]
+    fn a_name_only_the_log_directories_give_proves_no_pin() {
+        let mut s =
+            node_with(vec![filter("handle_ingress", IfHook::TcEgress, 10)], vec![pin("evil@shop_handle_ingress", 20)]);
+        s.names.containers.clear();
+        s.names.pods.insert(U1.into(), PodName { namespace: "shop".into(), name: "evil-x".into() });
+        let f = judged(&s);
+        assert_eq!(f[0].severity, Severity::Warning, "{f:#?}");
+        assert!(!f[0].remediation.contains("tc filter replace"), "{}", f[0].remediation);
+        assert!(f[0].message.contains("only in /var/log/pods"), "{}", f[0].message);
     }
 
     /// Red team 51, S4: a name put in a command is one shell word.
