@@ -475,7 +475,25 @@ fn up_with_address(index: u32, addr: [u8; 4]) {
 /// 0xfff2 ingress, 0xfff3 egress), handle 1, every protocol, named
 /// `<program>-<interface>`, replacing what is at that priority only.
 pub fn tc_filter(ifindex: u32, ifname: &str, prog: std::os::fd::BorrowedFd<'_>, name: &str, parent: u16, prio: u16) {
-    use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
+    use netlink_packet_core::{NLM_F_CREATE, NLM_F_REPLACE};
+    tc_filter_with(ifindex, prog, &format!("{name}-{ifname}"), parent, prio, NLM_F_CREATE | NLM_F_REPLACE)
+        .unwrap_or_else(|e| panic!("{name} filter on {ifname}: {e}"));
+}
+
+/// A clsact qdisc on interface `ifindex` (made if missing) and a
+/// direct-action cls_bpf filter on its `parent` (0xfff2 ingress, 0xfff3
+/// egress), handle 1, every protocol, named `filter_name`, at `prio`, sent
+/// with `flags` (`NLM_F_CREATE | NLM_F_REPLACE` as Cilium's loader,
+/// `NLM_F_CREATE | NLM_F_EXCL` as netlink's `FilterAdd`); the kernel's answer.
+pub fn tc_filter_with(
+    ifindex: u32,
+    prog: std::os::fd::BorrowedFd<'_>,
+    filter_name: &str,
+    parent: u16,
+    prio: u16,
+    flags: u16,
+) -> std::io::Result<()> {
+    use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
     use netlink_packet_route::RouteNetlinkMessage;
     use netlink_packet_route::tc::{TcAttribute, TcBpfFlags, TcFilterBpfOption, TcHandle, TcMessage, TcOption};
     use std::os::fd::AsRawFd;
@@ -494,9 +512,8 @@ pub fn tc_filter(ifindex: u32, ifname: &str, prog: std::os::fd::BorrowedFd<'_>, 
     filter.attributes.push(TcAttribute::Kind("bpf".into()));
     filter.attributes.push(TcAttribute::Options(vec![
         TcOption::Bpf(TcFilterBpfOption::ProgFd(prog.as_raw_fd() as u32)),
-        TcOption::Bpf(TcFilterBpfOption::ProgName(format!("{name}-{ifname}"))),
+        TcOption::Bpf(TcFilterBpfOption::ProgName(filter_name.to_owned())),
         TcOption::Bpf(TcFilterBpfOption::Flags(TcBpfFlags::DirectAction)),
     ]));
-    rtnl(RouteNetlinkMessage::NewTrafficFilter(filter), NLM_F_CREATE | NLM_F_REPLACE)
-        .unwrap_or_else(|e| panic!("{name} filter on {ifname}: {e}"));
+    rtnl(RouteNetlinkMessage::NewTrafficFilter(filter), flags)
 }
